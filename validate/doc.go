@@ -1,0 +1,18 @@
+// Package validate compiles the JSON Schemas that clients declare for their
+// tools and checks tool-call arguments against them.
+//
+// Guarantees:
+//   - A schema never makes the compiler read a file or reach the network: every
+//     URL that a schema names ($ref, $schema of an unknown draft, $id-relative
+//     references) is refused, and the schema fails to compile instead.
+//   - Each draft is honoured as the schema declares it with $schema; a schema
+//     that declares none is read as draft 2020-12.
+//   - Compiled schemas are cached by the SHA-256 of their bytes in a cache of
+//     bounded size (least recently used entries are evicted), failures included,
+//     so a schema is compiled at most once while it stays in the cache.
+//   - Validation errors are flat: one Error per failed leaf keyword, each with
+//     the JSON pointer of the offending value inside the arguments.
+//   - Arguments must be a JSON object, whatever the schema says: that is what
+//     the OpenAI tool-call contract promises to tool code.
+//   - Numbers are decoded as json.Number, so no precision is lost on the way.
+package validate

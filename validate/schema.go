@@ -1,0 +1,188 @@
+package validate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// resourceURL is the name a tool's schema is compiled under. It is not a
+// location: nothing is ever loaded from it.
+const resourceURL = "mem:///tool-parameters.json"
+
+// ErrURLRefused is the cause of a compile error when a schema names a
+// resource outside itself.
+var ErrURLRefused = errors.New("schema references are limited to the schema itself")
+
+// Schema is a compiled tool schema. It is safe for concurrent use.
+type Schema struct {
+	compiled *jsonschema.Schema
+	raw      []byte
+	doc      any
+}
+
+// Raw returns the schema's bytes as the client sent them.
+func (s *Schema) Raw() []byte { return s.raw }
+
+// Doc returns the schema decoded (objects as map[string]any, numbers as
+// json.Number), for callers that walk it, such as schema-guided repair. It
+// must not be modified.
+func (s *Schema) Doc() any { return s.doc }
+
+// Compile compiles one tool schema. The raw bytes must be a JSON object or a
+// boolean; a missing schema should be passed as {"type":"object"}.
+func Compile(raw []byte) (*Schema, error) {
+	doc, err := decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("decode schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.LoadURL = func(url string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("load %q: %w", url, ErrURLRefused)
+	}
+	if err := c.AddResource(resourceURL, bytes.NewReader(raw)); err != nil {
+		return nil, fmt.Errorf("add schema: %w", err)
+	}
+	compiled, err := compile(c)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{compiled: compiled, raw: raw, doc: doc}, nil
+}
+
+// compile shields the caller from panics in the compiler: the schema comes
+// from a client, and a crafted one must cost that client its validation, not
+// the process.
+func compile(c *jsonschema.Compiler) (s *jsonschema.Schema, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("compile schema: compiler panic: %v", r)
+		}
+	}()
+	s, err = c.Compile(resourceURL)
+	if err != nil {
+		return nil, fmt.Errorf("compile schema: %w", err)
+	}
+	return s, nil
+}
+
+// decode parses JSON the way the validator expects it: numbers as json.Number.
+func decode(data []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+// Decode parses a JSON document as Validate expects it (numbers as
+// json.Number). It rejects trailing data.
+func Decode(data []byte) (any, error) { return decode(data) }
+
+// Validate checks decoded arguments (see Decode) against the schema. It
+// returns nil when they are valid.
+func (s *Schema) Validate(v any) []Error {
+	if _, ok := v.(map[string]any); !ok {
+		return []Error{{
+			Keyword: "type",
+			Message: "expected object, but got " + jsonType(v),
+		}}
+	}
+	err := validateValue(s.compiled, v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []Error{{Keyword: "schema", Message: err.Error()}}
+	}
+	return flatten(ve)
+}
+
+// ValidateJSON decodes the arguments and validates them. A syntax error is
+// reported as a single error at the root.
+func (s *Schema) ValidateJSON(data []byte) (any, []Error) {
+	v, err := decode(data)
+	if err != nil {
+		return nil, []Error{{Keyword: "syntax", Message: "arguments are not valid JSON: " + err.Error()}}
+	}
+	return v, s.Validate(v)
+}
+
+func validateValue(s *jsonschema.Schema, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("validator panic: %v", r)
+		}
+	}()
+	return s.Validate(v)
+}
+
+// flatten keeps the leaves of the library's error tree: the keywords that
+// actually failed, not the schemas that contain them.
+func flatten(ve *jsonschema.ValidationError) []Error {
+	var out []Error
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			out = append(out, Error{
+				Path:       e.InstanceLocation,
+				Keyword:    lastSegment(e.KeywordLocation),
+				SchemaPath: fragment(e.AbsoluteKeywordLocation),
+				Message:    e.Message,
+			})
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return out
+}
+
+func lastSegment(ptr string) string {
+	if i := strings.LastIndexByte(ptr, '/'); i >= 0 {
+		return ptr[i+1:]
+	}
+	return ptr
+}
+
+// fragment returns the JSON pointer part of an absolute keyword location that
+// points into the tool's own schema document, and "" for any other document.
+func fragment(loc string) string {
+	base, frag, ok := strings.Cut(loc, "#")
+	if !ok || base != resourceURL {
+		return ""
+	}
+	return frag
+}
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number, float64:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
