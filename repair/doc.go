@@ -1,17 +1,38 @@
 // Package repair mends tool-call arguments that a model got wrong in form but
 // not in meaning: ladder steps 1 to 3 of toolguard's contract.
 //
+// Arguments checks a call against its tool's schema, mends its syntax (step
+// 2) and then its shape as the validation errors point out (step 3). Syntax
+// mends the arguments of calls in a request's history, without a schema.
+// ToolName maps a misspelt tool name to the declared tool it plainly means.
+//
 // Guarantees:
 //   - Never invent, never guess. No value is made up for a missing property;
 //     a rename or a wrap happens only when exactly one target fits; a type is
 //     changed only when nothing is lost ("5.0" may become 5, "5.5" may not
-//     become an integer). When in doubt the call is left invalid, with its
-//     validation errors, for the re-ask step.
+//     become an integer, "007" stays a string, "1e400" is no number). When in
+//     doubt the call is left invalid, with its validation errors, for the
+//     re-ask step.
+//   - The JSON repairer (github.com/kaptinlin/jsonrepair) runs only on text
+//     that is not valid JSON, and only where its result cannot differ from
+//     what was sent: text cut off inside a string, a number, a literal or
+//     after a key is refused (closing it would guess the rest), and a repair
+//     must keep the kind of value the text starts with (prose never becomes
+//     a string, an object never an array).
+//   - Two or more JSON objects run together where one was due are mended
+//     only when they are all equal: the model repeated itself, and one copy
+//     says the same. When they differ, choosing one is a guess and merging
+//     them an invention, so the call is left for the re-ask. Several
+//     different code blocks, or prose holding more JSON after the first
+//     object, are refused for the same reason.
 //   - Every edit is recorded as an Edit (kind, JSON pointer, before, after).
-//   - Arguments that are valid as received are returned as received, with no
-//     edit, at the cost of one validation.
+//   - Arguments that are valid as received are returned as received, byte for
+//     byte, with no edit, at the cost of one validation.
 //   - A result without errors is a JSON object that validates against the
-//     tool's schema; mending it again changes nothing.
-//   - Work is bounded by the size of the input: no step loops on its own
-//     output.
+//     tool's schema, written as compact JSON without HTML escaping (edited
+//     objects have their keys sorted); mending it again changes nothing.
+//   - Work is bounded: arguments over MaxInput bytes are only checked, the
+//     syntax step peels at most a few layers, brackets nest at most 512 deep
+//     for the repairer, and the schema-guided step runs a bounded number of
+//     rounds. No input makes a function of this package panic.
 package repair

@@ -3,33 +3,17 @@ package repair
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/validate"
 )
 
-// Kind names one kind of edit. The names are stable: they are metric labels
-// and log fields.
-type Kind string
-
-// The kinds of edit.
-const (
-	// Syntax (ladder step 2).
-	KindObjectArguments Kind = "object-arguments" // arguments sent as a JSON object, not a string
-	KindEmptyArguments  Kind = "empty-arguments"  // "" where the schema accepts {}
-)
-
-// Edit is one change made to a call.
-type Edit struct {
-	Kind Kind `json:"kind"`
-	// Path is the JSON pointer, inside the arguments, of the value changed;
-	// "" is the arguments themselves.
-	Path string `json:"path"`
-	// Before and After are short JSON renderings of the value before and
-	// after the edit.
-	Before string `json:"before,omitempty"`
-	After  string `json:"after,omitempty"`
-}
+// MaxInput is the largest arguments field, in bytes, that is mended. Larger
+// arguments are only checked: mending costs a few passes over the text, and a
+// call that size is better asked again than patched.
+const MaxInput = 1 << 20
 
 // Options choose the steps of the ladder that run.
 type Options struct {
@@ -41,8 +25,10 @@ type Options struct {
 
 // Result is the outcome for one call's arguments.
 type Result struct {
-	// Args is the arguments as a compact JSON object text when Edits is not
-	// empty, and the arguments exactly as received when it is.
+	// Args is the arguments exactly as received when Edits is empty, and a
+	// compact JSON text when it is not. When Errors is not nil, Args is what
+	// the errors describe: the arguments as received, or as the syntax step
+	// left them when it could make them parse.
 	Args []byte
 	// Edits lists what was changed, in order.
 	Edits []Edit
@@ -58,59 +44,153 @@ func (r Result) Valid() bool { return r.Errors == nil }
 // object). s may be nil when the tool's schema could not be compiled: then the
 // arguments must only be a JSON object.
 func Arguments(raw []byte, s *validate.Schema, opts Options) Result {
-	field := gjson.ParseBytes(raw)
-	var text []byte
-	var edits []Edit
-	switch {
-	case field.Type == gjson.String:
-		text = []byte(field.Str)
-	case field.IsObject() && opts.Syntax:
-		text = raw
-		edits = append(edits, Edit{Kind: KindObjectArguments, Before: clip(raw)})
-	default:
+	if len(raw) > MaxInput {
 		return Result{Args: raw, Errors: []validate.Error{{
-			Keyword: "type",
-			Message: "function.arguments must be a string holding a JSON object, but got " + typeName(field),
+			Keyword: "size",
+			Message: fmt.Sprintf("arguments are %d bytes, more than the %d that are mended", len(raw), MaxInput),
 		}}}
 	}
-
-	if opts.Syntax && len(bytes.TrimSpace(text)) == 0 {
-		if v, errs := check([]byte("{}"), s); errs == nil {
-			edits = append(edits, Edit{Kind: KindEmptyArguments, Before: `""`, After: "{}"})
-			return finish(v, edits)
-		}
+	text, edits, ferr := field(raw, opts.Syntax)
+	if ferr != nil {
+		return Result{Args: raw, Errors: []validate.Error{*ferr}}
 	}
 	v, errs := check(text, s)
 	if errs == nil {
 		if len(edits) == 0 {
 			return Result{Args: text}
 		}
+		return Result{Args: compact(text), Edits: edits}
+	}
+	if !opts.Syntax {
+		return Result{Args: text, Errors: errs}
+	}
+
+	v, sedits, err := mend(text)
+	if err != nil {
+		return Result{Args: text, Edits: edits, Errors: errs}
+	}
+	edits = append(edits, sedits...)
+	if v == nil {
+		// "" and null both say "no arguments": that is {} when the tool
+		// takes none, and a re-ask otherwise.
+		if _, errs := check([]byte("{}"), s); errs == nil {
+			return finish(map[string]any{}, append(edits, Edit{Kind: KindEmptyArguments, Before: clip(bytes.TrimSpace(text)), After: "{}"}))
+		}
+		return Result{Args: text, Edits: edits, Errors: errs}
+	}
+	serrs := checkValue(v, s)
+	if serrs == nil {
 		return finish(v, edits)
+	}
+	if opts.SchemaGuided && s != nil {
+		if g, gedits, ok := guide(v, s); ok {
+			return finish(g, append(edits, gedits...))
+		}
+	}
+	if _, isObject := v.(map[string]any); isObject && len(sedits) > 0 {
+		if out, err := encode(v); err == nil {
+			return Result{Args: out, Edits: edits, Errors: serrs}
+		}
 	}
 	return Result{Args: text, Edits: edits, Errors: errs}
 }
 
+// Syntax mends the syntax of one call's function.arguments without a schema
+// (ladder step 2 alone), for the calls in a request's history: it returns
+// the text of a JSON object, and an error when the arguments cannot be made
+// one without changing their meaning. Arguments that are already a JSON
+// object text come back as received, with no edit.
+func Syntax(raw []byte) ([]byte, []Edit, error) {
+	if len(raw) > MaxInput {
+		return nil, nil, fmt.Errorf("arguments are %d bytes, more than the %d that are mended", len(raw), MaxInput)
+	}
+	text, edits, ferr := field(raw, true)
+	if ferr != nil {
+		return nil, nil, errors.New(ferr.Message)
+	}
+	if gjson.ValidBytes(text) && gjson.ParseBytes(text).IsObject() {
+		if len(edits) == 0 {
+			return text, nil, nil
+		}
+		return compact(text), edits, nil
+	}
+	v, sedits, err := mend(text)
+	if err != nil {
+		return nil, nil, err
+	}
+	edits = append(edits, sedits...)
+	if v == nil {
+		return []byte("{}"), append(edits, Edit{Kind: KindEmptyArguments, Before: clip(bytes.TrimSpace(text)), After: "{}"}), nil
+	}
+	if errs := checkValue(v, nil); errs != nil {
+		return nil, nil, errors.New(validate.Join(errs))
+	}
+	out, err := encode(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, edits, nil
+}
+
+// field extracts the arguments text from the raw function.arguments field.
+// An object instead of a string is accepted (and recorded) only when
+// mending is allowed.
+func field(raw []byte, mending bool) ([]byte, []Edit, *validate.Error) {
+	f := gjson.ParseBytes(raw)
+	switch {
+	case f.Type == gjson.String:
+		return []byte(f.Str), nil, nil
+	case f.IsObject() && mending && gjson.ValidBytes(raw):
+		return raw, []Edit{{Kind: KindObjectArguments, Before: clip(raw)}}, nil
+	}
+	return nil, nil, &validate.Error{
+		Keyword: "type",
+		Message: "function.arguments must be a string holding a JSON object, but got " + typeName(f),
+	}
+}
+
+// anyObject stands for a schema that failed to compile: arguments must
+// still be a JSON object.
+var anyObject = func() *validate.Schema {
+	s, err := validate.Compile([]byte(`{"type":"object"}`))
+	if err != nil {
+		panic("repair: compile the object schema: " + err.Error())
+	}
+	return s
+}()
+
 // check decodes and validates; without a schema it requires an object.
 func check(text []byte, s *validate.Schema) (any, []validate.Error) {
-	if s != nil {
-		return s.ValidateJSON(text)
+	return orObject(s).ValidateJSON(text)
+}
+
+func checkValue(v any, s *validate.Schema) []validate.Error {
+	return orObject(s).Validate(v)
+}
+
+func orObject(s *validate.Schema) *validate.Schema {
+	if s == nil {
+		return anyObject
 	}
-	v, err := validate.Decode(text)
-	if err != nil {
-		return nil, []validate.Error{{Keyword: "syntax", Message: "arguments are not valid JSON: " + err.Error()}}
-	}
-	if _, ok := v.(map[string]any); !ok {
-		return nil, []validate.Error{{Keyword: "type", Message: "expected object"}}
-	}
-	return v, nil
+	return s
 }
 
 func finish(v any, edits []Edit) Result {
-	out, err := json.Marshal(v)
+	out, err := encode(v)
 	if err != nil {
 		return Result{Edits: edits, Errors: []validate.Error{{Keyword: "syntax", Message: err.Error()}}}
 	}
 	return Result{Args: out, Edits: edits}
+}
+
+// compact removes insignificant space from valid JSON without reordering
+// keys, which re-encoding a decoded map would do.
+func compact(text []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, text); err != nil {
+		return text
+	}
+	return buf.Bytes()
 }
 
 func typeName(r gjson.Result) string {
@@ -130,14 +210,4 @@ func typeName(r gjson.Result) string {
 		return "boolean"
 	}
 	return "string"
-}
-
-const maxClip = 200
-
-// clip bounds what an edit records of a value.
-func clip(b []byte) string {
-	if len(b) <= maxClip {
-		return string(b)
-	}
-	return string(b[:maxClip]) + "..."
 }

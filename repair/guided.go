@@ -1,0 +1,246 @@
+package repair
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/toolguard/toolguard/validate"
+)
+
+// maxRounds bounds the schema-guided step. Each round fixes what the
+// validation errors of the previous one point at; a value nested in a
+// stringified object in a wrapper envelope needs three.
+const maxRounds = 8
+
+// candidate is one way to mend a value.
+type candidate struct {
+	val  any
+	kind Kind
+}
+
+// guider runs the schema-guided step on a copy of the arguments.
+type guider struct {
+	doc   any
+	root  any
+	edits []Edit
+	// done holds the paths whose value was replaced in this round: the
+	// errors inside them describe a value that is gone.
+	done []string
+}
+
+// guide runs rounds of schema-guided edits on v until it validates, no edit
+// applies, or maxRounds is reached. It reports whether the result
+// validates.
+func guide(v any, s *validate.Schema) (any, []Edit, bool) {
+	g := &guider{doc: s.Doc(), root: clone(v)}
+	for range maxRounds {
+		errs := s.Validate(g.root)
+		if errs == nil {
+			return g.root, g.edits, true
+		}
+		if !g.round(errs) {
+			return nil, nil, false
+		}
+	}
+	if s.Validate(g.root) != nil {
+		return nil, nil, false
+	}
+	return g.root, g.edits, true
+}
+
+// round applies the edits that the errors call for, the deepest first, and
+// reports whether it made any.
+func (g *guider) round(errs []validate.Error) bool {
+	g.done = g.done[:0]
+	root, isObject := g.root.(map[string]any)
+	if !isObject {
+		return g.wrapRoot()
+	}
+	if g.unwrapEnvelope(root) {
+		return true
+	}
+	byPath := map[string][]validate.Error{}
+	var paths []string
+	for _, e := range errs {
+		if _, seen := byPath[e.Path]; !seen {
+			paths = append(paths, e.Path)
+		}
+		byPath[e.Path] = append(byPath[e.Path], e)
+	}
+	sort.SliceStable(paths, func(i, j int) bool {
+		return strings.Count(paths[i], "/") > strings.Count(paths[j], "/")
+	})
+	changed := false
+	for _, p := range paths {
+		if slices.ContainsFunc(g.done, func(d string) bool { return within(p, d) }) {
+			continue
+		}
+		if g.fixObject(p, byPath[p]) || g.fixValue(p, byPath[p]) {
+			changed = true
+		}
+	}
+	return changed
+}
+
+func (g *guider) record(kind Kind, path string, before, after any) {
+	g.edits = append(g.edits, Edit{Kind: kind, Path: path, Before: render(before), After: render(after)})
+}
+
+// fixValue replaces the value at p when the type, enum and const errors
+// there agree on exactly one lossless replacement. With anyOf and oneOf,
+// each branch reports its own errors: acting only on a single distinct
+// candidate is acting only when exactly one branch fits.
+func (g *guider) fixValue(p string, errs []validate.Error) bool {
+	cur, ok := at(g.root, p)
+	if !ok {
+		return false
+	}
+	var cands []candidate
+	for _, e := range errs {
+		sch, ok := schemaOf(g.doc, e.SchemaPath, e.Path)
+		if !ok {
+			continue
+		}
+		switch e.Keyword {
+		case "type":
+			cands = append(cands, retype(cur, sch)...)
+		case "enum", "const":
+			members, _ := sch["enum"].([]any)
+			if e.Keyword == "const" {
+				members = []any{sch["const"]}
+			}
+			if c, ok := enumFix(cur, members); ok {
+				cands = append(cands, c)
+			}
+		}
+	}
+	c, ok := only(cands)
+	if !ok || !set(&g.root, p, c.val) {
+		return false
+	}
+	g.record(c.kind, p, cur, c.val)
+	g.done = append(g.done, p)
+	return true
+}
+
+// retype lists the lossless ways to give cur a type that sch declares.
+func retype(cur any, sch map[string]any) []candidate {
+	var out []candidate
+	for _, t := range types(sch) {
+		if v, ok := convert(cur, t); ok {
+			out = append(out, candidate{v, KindCoerceType})
+			continue
+		}
+		switch t {
+		case "array":
+			if items, ok := sch["items"]; (!ok || isSchema(items)) && fits(cur, items) {
+				out = append(out, candidate{[]any{cur}, KindWrapArray})
+			}
+		case "object":
+			if obj, ok := wrapValue(cur, sch); ok {
+				out = append(out, candidate{obj, KindWrapValue})
+			}
+		}
+	}
+	return out
+}
+
+// isSchema tells a single items schema from draft 4-7's list of them.
+func isSchema(v any) bool {
+	switch v.(type) {
+	case map[string]any, bool:
+		return true
+	}
+	return false
+}
+
+// only returns the single distinct candidate.
+func only(cands []candidate) (candidate, bool) {
+	if len(cands) == 0 {
+		return candidate{}, false
+	}
+	first, err := encode(cands[0].val)
+	if err != nil {
+		return candidate{}, false
+	}
+	for _, c := range cands[1:] {
+		b, err := encode(c.val)
+		if err != nil || string(b) != string(first) {
+			return candidate{}, false
+		}
+	}
+	return cands[0], true
+}
+
+// wrapValue puts a bare value into the one property of sch it can belong
+// to: the only required property, or else the only property, provided the
+// value fits it.
+func wrapValue(v any, sch map[string]any) (map[string]any, bool) {
+	if _, isObject := v.(map[string]any); isObject {
+		return nil, false
+	}
+	props, _ := sch["properties"].(map[string]any)
+	req := stringList(sch["required"])
+	var target string
+	switch {
+	case len(req) == 1:
+		target = req[0]
+	case len(req) == 0 && len(props) == 1:
+		for k := range props {
+			target = k
+		}
+	default:
+		return nil, false
+	}
+	if !fits(v, props[target]) {
+		return nil, false
+	}
+	return map[string]any{target: v}, true
+}
+
+// wrapRoot handles arguments that are a bare value, not an object.
+func (g *guider) wrapRoot() bool {
+	sch, ok := g.doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	obj, ok := wrapValue(g.root, sch)
+	if !ok {
+		return false
+	}
+	g.record(KindWrapValue, "", g.root, obj)
+	g.root = obj
+	return true
+}
+
+func stringList(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// clone deep-copies decoded JSON, so that a failed attempt leaves the
+// caller's value as it was.
+func clone(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[k] = clone(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(v))
+		for i, e := range v {
+			a[i] = clone(e)
+		}
+		return a
+	}
+	return v
+}

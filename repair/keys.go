@@ -1,0 +1,228 @@
+package repair
+
+import (
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/toolguard/toolguard/validate"
+)
+
+// envelopeKeys are the keys models wrap arguments in; companionKeys are
+// the ones that come with them and name the tool ({"name": "click",
+// "arguments": {...}}).
+var (
+	envelopeKeys  = map[string]bool{"input": true, "parameters": true, "arguments": true, "args": true, "params": true, "kwargs": true, "tool_input": true}
+	companionKeys = map[string]bool{"name": true, "tool": true, "tool_name": true, "function": true, "type": true}
+)
+
+// objectSchema is what key edits need to know of the schema of an object.
+type objectSchema struct {
+	sch   map[string]any
+	props map[string]any
+	names []string // declared property names, sorted
+}
+
+func newObjectSchema(sch map[string]any) objectSchema {
+	props, _ := sch["properties"].(map[string]any)
+	names := make([]string, 0, len(props))
+	for k := range props {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return objectSchema{sch: sch, props: props, names: names}
+}
+
+// known reports whether the schema names key, in properties or through a
+// patternProperties pattern. A pattern Go cannot compile counts as
+// matching: not knowing must not make a key look undeclared.
+func (o objectSchema) known(key string) bool {
+	if _, ok := o.props[key]; ok {
+		return true
+	}
+	patterns, _ := o.sch["patternProperties"].(map[string]any)
+	for p := range patterns {
+		re, err := regexp.Compile(p)
+		if err != nil || re.MatchString(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// fixObject renames and drops keys of the object at p, for its required
+// and additionalProperties errors. It acts only when those errors come
+// from one schema (not from several allOf branches, whose property lists
+// differ).
+func (g *guider) fixObject(p string, errs []validate.Error) bool {
+	obj, ok := at(g.root, p)
+	m, isObject := obj.(map[string]any)
+	if !ok || !isObject {
+		return false
+	}
+	var schemaPath string
+	closed, missing := false, false
+	for _, e := range errs {
+		if e.Keyword != "required" && e.Keyword != "additionalProperties" {
+			continue
+		}
+		sp, ok := strings.CutSuffix(e.SchemaPath, "/"+e.Keyword)
+		if !ok || (closed || missing) && sp != schemaPath {
+			return false
+		}
+		schemaPath = sp
+		closed = closed || e.Keyword == "additionalProperties"
+		missing = missing || e.Keyword == "required"
+	}
+	if !closed && !missing {
+		return false
+	}
+	sch, ok := at(g.doc, schemaPath)
+	schMap, isMap := sch.(map[string]any)
+	if !ok || !isMap {
+		return false
+	}
+	o := newObjectSchema(schMap)
+	var unknown []string
+	for k := range m {
+		if !o.known(k) {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	changed := g.renameKeys(p, m, o, unknown)
+	if !changed && missing {
+		changed = g.renameOnlyKey(p, m, o, unknown)
+	}
+	if closed && schMap["additionalProperties"] == false {
+		for _, u := range unknown {
+			// A key that is like a declared name may mean that property:
+			// dropping it would lose what the model meant to say.
+			if _, still := m[u]; still && len(closest(u, o.names)) == 0 {
+				g.record(KindDropProperty, child(p, u), m[u], nil)
+				delete(m, u)
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// renameKeys renames each unknown key that plainly means one absent
+// declared property, when that property is plainly meant by no other key
+// and the value fits it.
+func (g *guider) renameKeys(p string, m map[string]any, o objectSchema, unknown []string) bool {
+	changed := false
+	for _, u := range unknown {
+		c := closest(u, o.names)
+		if len(c) != 1 {
+			continue
+		}
+		target := c[0]
+		if _, present := m[target]; present {
+			continue
+		}
+		if back := closest(target, unknown); len(back) != 1 || back[0] != u || !fits(m[u], o.props[target]) {
+			continue
+		}
+		g.rename(p, m, u, target)
+		changed = true
+	}
+	return changed
+}
+
+// renameOnlyKey covers {"element": "x"} for a schema requiring only
+// "selector": one required property is missing, one key is unknown and
+// like no declared name, and its value is of the property's type as it
+// is. Nothing else could have been meant.
+func (g *guider) renameOnlyKey(p string, m map[string]any, o objectSchema, unknown []string) bool {
+	var missing []string
+	for _, r := range stringList(o.sch["required"]) {
+		if _, ok := m[r]; !ok && !slices.Contains(missing, r) {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) != 1 || len(unknown) != 1 || len(closest(unknown[0], o.names)) != 0 {
+		return false
+	}
+	if !declares(m[unknown[0]], o.props[missing[0]]) {
+		return false
+	}
+	g.rename(p, m, unknown[0], missing[0])
+	return true
+}
+
+func (g *guider) rename(p string, m map[string]any, from, to string) {
+	g.edits = append(g.edits, Edit{Kind: KindRenameKey, Path: child(p, to), Before: quote(from), After: quote(to)})
+	m[to] = m[from]
+	delete(m, from)
+}
+
+func quote(s string) string {
+	b, err := encode(s)
+	if err != nil {
+		return ""
+	}
+	return clip(b)
+}
+
+// unwrapEnvelope replaces arguments such as {"arguments": {...}} or
+// {"name": "click", "arguments": {...}} by their content, when neither key
+// is a declared property and the content is what the schema wants: its
+// required properties are there and each of its keys is declared or
+// plainly means a declared one.
+func (g *guider) unwrapEnvelope(m map[string]any) bool {
+	sch, ok := g.doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	o := newObjectSchema(sch)
+	var key string
+	for k, v := range m {
+		if o.known(k) {
+			return false
+		}
+		switch {
+		case envelopeKeys[k] && key == "":
+			key = k
+		case companionKeys[k]:
+			if _, ok := v.(string); !ok {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	if key == "" {
+		return false
+	}
+	content := m[key]
+	if s, ok := content.(string); ok {
+		// {"name": "click", "arguments": "{\"selector\": ...}"}: the OpenAI
+		// tool-call shape, arguments encoded as a string.
+		var err error
+		if content, err = validate.Decode([]byte(s)); err != nil {
+			return false
+		}
+	}
+	c, ok := content.(map[string]any)
+	if !ok {
+		return false
+	}
+	for _, r := range stringList(sch["required"]) {
+		if _, ok := c[r]; !ok {
+			return false
+		}
+	}
+	if o.props != nil {
+		for k := range c {
+			if !o.known(k) && len(closest(k, o.names)) != 1 {
+				return false
+			}
+		}
+	}
+	g.record(KindUnwrapEnvelope, "", m, c)
+	g.root = c
+	return true
+}

@@ -1,0 +1,137 @@
+package repair
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// toolPrefixes are namespaces that some models and chat templates put before
+// a tool's name ("functions.get_weather").
+var toolPrefixes = []string{"functions.", "functions:", "functions/", "default_api.", "tools."}
+
+// ToolName maps a tool name that a model got wrong in case or spelling to
+// the one declared tool it plainly means. It returns false when no declared
+// name is close, or when more than one is equally close: choosing then would
+// be a guess. A declared name is returned as it is.
+func ToolName(name string, declared []string) (string, bool) {
+	for _, d := range declared {
+		if d == name {
+			return d, true
+		}
+	}
+	for _, p := range toolPrefixes {
+		if rest, ok := strings.CutPrefix(name, p); ok && rest != "" {
+			if got, ok := ToolName(rest, declared); ok {
+				return got, true
+			}
+		}
+	}
+	if c := closest(name, declared); len(c) == 1 {
+		return c[0], true
+	}
+	return "", false
+}
+
+// closest returns the names that key plainly means, from the first tier of
+// likeness that any name reaches: the same words in another case or
+// separator style (fileName, file_name, File-Name), then singular and
+// plural, then a small edit distance. Longer names tolerate more edits;
+// names shorter than four letters tolerate none (id is not ip).
+func closest(key string, names []string) []string {
+	k := normalize(key)
+	if k == "" {
+		return nil
+	}
+	tiers := [...]func(a, b string) bool{
+		func(a, b string) bool { return a == b },
+		func(a, b string) bool { return singular(a) == singular(b) },
+		func(a, b string) bool { return distance(a, b) <= maxDistance(a, b) },
+	}
+	for _, like := range tiers {
+		var out []string
+		for _, n := range names {
+			if like(k, normalize(n)) {
+				out = append(out, n)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return nil
+}
+
+// normalize folds case and drops separators, so the spellings of one name
+// in snake, camel, kebab or dotted style become equal.
+func normalize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch r {
+		case '_', '-', ' ', '.':
+			continue
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// singular strips an English plural ending.
+func singular(s string) string {
+	switch {
+	case strings.HasSuffix(s, "ies") && len(s) > 4:
+		return s[:len(s)-3] + "y"
+	case strings.HasSuffix(s, "sses"), strings.HasSuffix(s, "xes"), strings.HasSuffix(s, "ches"), strings.HasSuffix(s, "shes"):
+		return s[:len(s)-2]
+	case strings.HasSuffix(s, "s") && !strings.HasSuffix(s, "ss") && len(s) > 3:
+		return s[:len(s)-1]
+	}
+	return s
+}
+
+func maxDistance(a, b string) int {
+	n := min(utf8.RuneCountInString(a), utf8.RuneCountInString(b))
+	switch {
+	case n < 4:
+		return 0
+	case n < 8:
+		return 1
+	}
+	return 2
+}
+
+// maxNameLen bounds the names compared by edit distance, whose cost is the
+// product of their lengths.
+const maxNameLen = 128
+
+// distance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and transpositions of adjacent
+// letters, the typos of a model as of a person.
+func distance(a, b string) int {
+	x, y := []rune(a), []rune(b)
+	if len(x) > maxNameLen || len(y) > maxNameLen {
+		return max(len(x), len(y))
+	}
+	prev2 := make([]int, len(y)+1)
+	prev := make([]int, len(y)+1)
+	cur := make([]int, len(y)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(x); i++ {
+		cur[0] = i
+		for j := 1; j <= len(y); j++ {
+			cost := 1
+			if x[i-1] == y[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(y)]
+}

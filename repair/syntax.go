@@ -1,0 +1,284 @@
+package repair
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"regexp"
+
+	"github.com/kaptinlin/jsonrepair"
+	"github.com/toolguard/toolguard/validate"
+)
+
+const (
+	// maxPasses bounds the syntax step: each pass removes one layer (a
+	// fence, tokens, prose, an encoding) and a model does not nest many.
+	maxPasses = 8
+	// maxNesting bounds the depth of brackets handed to the JSON repairer,
+	// which recurses once per level.
+	maxNesting = 512
+)
+
+var (
+	// errAmbiguous is the cause when mending would have to choose between
+	// readings of the text.
+	errAmbiguous = errors.New("ambiguous")
+
+	// edgeToken matches one special token or tag at the start or the end of
+	// the text: chat-template tokens (<|call|>, <|python_tag|>, DeepSeek's
+	// full-width <｜tool▁call▁begin｜>), tool-call tags (<tool_call>,
+	// </function>, <function=name>) and Mistral's [TOOL_CALLS]. Tokens are
+	// only ever stripped at the edges: inside the JSON they may be data.
+	edgeToken    = regexp.MustCompile(`^(?:<\|[^|<>\s]{1,40}\|>|<｜[^｜<>]{1,40}｜>|</?[A-Za-z_][\w.-]{0,40}(?:=[^<>\s]{1,80})?>|\[/?(?:TOOL_CALLS|TOOL_RESULTS|ARGS|CALL_ID)\])`)
+	edgeTokenEnd = regexp.MustCompile(`(?:<\|[^|<>\s]{1,40}\|>|<｜[^｜<>]{1,40}｜>|</?[A-Za-z_][\w.-]{0,40}(?:=[^<>\s]{1,80})?>|\[/?(?:TOOL_CALLS|TOOL_RESULTS|ARGS|CALL_ID)\])$`)
+
+	// fence matches a markdown code block; the closing fence may be missing
+	// when the output was cut off.
+	fence = regexp.MustCompile("(?s)```[\\w+-]*[ \\t]*\\r?\\n?(.*?)(?:```|$)")
+
+	// bareToken is unquoted text that can only be one string value: no
+	// space, no JSON punctuation (myCoolButton, https://x.test/a?b=c).
+	bareToken = regexp.MustCompile(`^[^\s{}\[\]"',]{1,200}$`)
+)
+
+// mend is the syntax step: it peels what surrounds the JSON and repairs
+// the JSON itself, one layer per pass, and returns the decoded value (not
+// necessarily an object: a bare value is the schema-guided step's to
+// place). nil with no error means there were no arguments at all.
+func mend(text []byte) (any, []Edit, error) {
+	var edits []Edit
+	t := bytes.TrimSpace(text)
+	for range maxPasses {
+		if len(t) == 0 {
+			return nil, edits, nil
+		}
+		if json.Valid(t) {
+			v, err := validate.Decode(t)
+			if err != nil {
+				return nil, nil, err
+			}
+			str, isString := v.(string)
+			if !isString || !encoded(str) {
+				return v, edits, nil
+			}
+			inner := bytes.TrimSpace([]byte(str))
+			edits = append(edits, Edit{Kind: KindDoubleEncoded, Before: clip(t), After: clip(inner)})
+			t = inner
+			continue
+		}
+		next, e, err := peel(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		edits = append(edits, e)
+		t = bytes.TrimSpace(next)
+	}
+	return nil, nil, errors.New("arguments are wrapped in too many layers")
+}
+
+// encoded reports whether a string decoded from the arguments is itself the
+// arguments text rather than a bare string value: it then holds JSON (an
+// object, an array or another encoded string) or a fence around it.
+func encoded(s string) bool {
+	b := bytes.TrimSpace([]byte(s))
+	return len(b) > 0 && (b[0] == '{' || b[0] == '[' || b[0] == '"' || bytes.HasPrefix(b, []byte("```")))
+}
+
+// peel removes one layer around or inside invalid JSON text t.
+func peel(t []byte) ([]byte, Edit, error) {
+	if out, ok := stripTokens(t); ok {
+		return out, Edit{Kind: KindStripTokens, Before: clip(t), After: clip(out)}, nil
+	}
+	if bytes.Contains(t, []byte("```")) {
+		out, err := unfence(t)
+		if err != nil {
+			return nil, Edit{}, err
+		}
+		return out, Edit{Kind: KindStripFence, Before: clip(t), After: clip(out)}, nil
+	}
+	switch t[0] {
+	case '{', '[':
+		if out, kind, ok, err := splitValues(t); err != nil {
+			return nil, Edit{}, err
+		} else if ok {
+			return out, Edit{Kind: kind, Before: clip(t), After: clip(out)}, nil
+		}
+		if out, ok := trailingProse(t); ok {
+			return out, Edit{Kind: KindStripProse, Before: clip(t), After: clip(out)}, nil
+		}
+	case '"', '\'':
+	default:
+		if i := bytes.IndexByte(t, '{'); i > 0 {
+			// Prose before the object ("Here are the arguments: {...").
+			return t[i:], Edit{Kind: KindStripProse, Before: clip(t), After: clip(t[i:])}, nil
+		}
+		if !bareToken.Match(t) {
+			return nil, Edit{}, errors.New("arguments are not JSON")
+		}
+	}
+	out, err := repairJSON(t)
+	if err != nil {
+		return nil, Edit{}, err
+	}
+	return out, Edit{Kind: KindJSONRepair, Before: clip(t), After: clip(out)}, nil
+}
+
+// stripTokens removes special tokens at both edges.
+func stripTokens(t []byte) ([]byte, bool) {
+	out := t
+	for {
+		n := len(out)
+		if loc := edgeToken.FindIndex(out); loc != nil {
+			out = bytes.TrimSpace(out[loc[1]:])
+		}
+		if loc := edgeTokenEnd.FindIndex(out); loc != nil {
+			out = bytes.TrimSpace(out[:loc[0]])
+		}
+		if len(out) == n {
+			return out, len(out) != len(t)
+		}
+	}
+}
+
+// unfence returns the content of the one code block in t. Several blocks
+// with different contents are several answers: which one the model meant is
+// a guess.
+func unfence(t []byte) ([]byte, error) {
+	blocks := fence.FindAllSubmatch(t, -1)
+	var out []byte
+	for i, b := range blocks {
+		c := bytes.TrimSpace(b[1])
+		if len(c) == 0 {
+			continue
+		}
+		if i > 0 && out != nil && !bytes.Equal(out, c) {
+			return nil, fmt.Errorf("arguments hold %d different code blocks: %w", len(blocks), errAmbiguous)
+		}
+		out = c
+	}
+	if out == nil {
+		return nil, errors.New("arguments hold an empty code block")
+	}
+	return out, nil
+}
+
+// splitValues handles text that starts with a complete JSON value followed
+// by more text. Prose after the value is dropped. Further JSON values are
+// concatenated objects: when they are all equal to the first (a model that
+// repeated itself) one is kept; when they differ, which one was meant is a
+// guess, and merging them would be an invention, so the call is left for a
+// re-ask. ok is false when the first value is itself incomplete.
+func splitValues(t []byte) ([]byte, Kind, bool, error) {
+	d := json.NewDecoder(bytes.NewReader(t))
+	d.UseNumber()
+	var first json.RawMessage
+	if err := d.Decode(&first); err != nil {
+		return nil, "", false, nil
+	}
+	firstEnd := d.InputOffset()
+	rest := bytes.TrimSpace(t[firstEnd:])
+	if len(rest) > 0 && rest[0] != '{' && rest[0] != '[' {
+		if bytes.ContainsAny(rest, "{[") {
+			return nil, "", false, fmt.Errorf("arguments are followed by text holding more JSON: %w", errAmbiguous)
+		}
+		return t[:firstEnd], KindStripProse, true, nil
+	}
+	want, err := validate.Decode(first)
+	if err != nil {
+		return nil, "", false, err
+	}
+	for {
+		var next json.RawMessage
+		err := d.Decode(&next)
+		if err == io.EOF {
+			return t[:firstEnd], KindConcatenatedObjects, true, nil
+		}
+		if err != nil {
+			return nil, "", false, fmt.Errorf("arguments are several JSON values, not all complete: %w", errAmbiguous)
+		}
+		got, err := validate.Decode(next)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			return nil, "", false, fmt.Errorf("arguments are several different JSON values: %w", errAmbiguous)
+		}
+	}
+}
+
+// trailingProse cuts prose after an incomplete object or array: what
+// follows its last closing bracket when that is plain words. A bracket
+// inside a string that was cut off may be taken for the last one; the
+// truncation check then refuses the rest.
+func trailingProse(t []byte) ([]byte, bool) {
+	closing := byte('}')
+	if t[0] == '[' {
+		closing = ']'
+	}
+	k := bytes.LastIndexByte(t, closing)
+	if k <= 0 || k == len(t)-1 {
+		return nil, false
+	}
+	tail := bytes.TrimSpace(t[k+1:])
+	if len(tail) == 0 || bytes.ContainsAny(tail, "\"'{}[]") {
+		return nil, false
+	}
+	return t[:k+1], true
+}
+
+// repairJSON runs the JSON repairer on t when that cannot change meaning,
+// and checks that it kept the kind of value t starts with.
+func repairJSON(t []byte) ([]byte, error) {
+	if err := cutInValue(t); err != nil {
+		return nil, err
+	}
+	out, err := safeRepair(string(t))
+	if err != nil {
+		return nil, fmt.Errorf("arguments are not JSON and cannot be repaired: %w", err)
+	}
+	b := []byte(out)
+	if !json.Valid(b) {
+		return nil, errors.New("arguments cannot be repaired into JSON")
+	}
+	b = compact(b)
+	switch t[0] {
+	case '{':
+		if b[0] != '{' {
+			return nil, errors.New("arguments cannot be repaired into an object")
+		}
+	case '[':
+		if b[0] != '[' {
+			return nil, errors.New("arguments cannot be repaired into an array")
+		}
+	case '"', '\'':
+		if b[0] != '"' {
+			return nil, errors.New("arguments cannot be repaired into a string")
+		}
+	default:
+		// A bare token may only be quoted, or be a Python literal.
+		if !bytes.Equal(b, append(append([]byte{'"'}, t...), '"')) && !pythonLiteral(t) {
+			return nil, errors.New("arguments are not JSON")
+		}
+	}
+	return b, nil
+}
+
+func pythonLiteral(t []byte) bool {
+	switch string(t) {
+	case "True", "False", "None":
+		return true
+	}
+	return false
+}
+
+// safeRepair shields the caller from a panic in the repairer: the text comes
+// from a model and a crafted input must cost that call its repair, not the
+// process.
+func safeRepair(s string) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("repairer panic: %v", r)
+		}
+	}()
+	return jsonrepair.Repair(s)
+}
