@@ -19,4 +19,5 @@ require (
 	github.com/tidwall/pretty v1.2.0 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

@@ -138,7 +138,7 @@ func loadAnswers(path string) (map[string][]Call, error) {
 	out := map[string][]Call{}
 	err := eachLine(path, func(line []byte) error {
 		var raw struct {
-			ID          string                       `json:"id"`
+			ID          string                        `json:"id"`
 			GroundTruth []map[string]map[string][]any `json:"ground_truth"`
 		}
 		if err := decode(line, &raw); err != nil {

@@ -1,0 +1,138 @@
+// Command proxy runs toolguard: an OpenAI-compatible reverse proxy that lets
+// only valid tool calls through. It is configured by environment variables
+// (see config.example.env); with -demo it runs against a built-in scripted
+// model and shows what it does.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "toolguard:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts toolguard and serves until ctx is done, then drains. If ready is
+// not nil, the listening address is sent on it once the server accepts
+// connections.
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, ready chan<- string) error {
+	fs := flag.NewFlagSet("toolguard", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	demo := fs.Bool("demo", false, "run against a built-in scripted model that makes the classic mistakes, print what toolguard does, and exit")
+	healthcheck := fs.Bool("healthcheck", false, "ask the toolguard listening on TOOLGUARD_LISTEN_ADDR whether it is healthy, and exit 0 if it is (for container health checks)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := policy.Load(environ)
+	if err != nil {
+		return fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	logger, err := newLogger(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	if *demo {
+		return runDemo(ctx, cfg, stdout)
+	}
+	if *healthcheck {
+		return checkHealth(ctx, cfg.ListenAddr)
+	}
+	h, err := proxy.New(proxy.Options{Config: cfg, Logger: logger})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen on TOOLGUARD_LISTEN_ADDR: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: min(cfg.ReadTimeout, 10*time.Second),
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("toolguard listening", "addr", ln.Addr().String(), "upstream", cfg.UpstreamURL,
+		"mode", string(cfg.Mode), "max_reasks", cfg.MaxReasks, "on_failure", string(cfg.OnFailure))
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	// Draining: say so to the load balancer, refuse new connections, let the
+	// requests in flight finish.
+	h.SetReady(false)
+	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// checkHealth asks the local toolguard's /healthz; the container image has no
+// shell or curl to do it.
+func checkHealth(ctx context.Context, listenAddr string) error {
+	_, port, err := net.SplitHostPort(listenAddr)
+	if err != nil {
+		return fmt.Errorf("TOOLGUARD_LISTEN_ADDR: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort("127.0.0.1", port)+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("health check: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health check: status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func newLogger(cfg policy.Config, w io.Writer) (*slog.Logger, error) {
+	level, err := cfg.SlogLevel()
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewJSONHandler(w, opts)), nil
+}

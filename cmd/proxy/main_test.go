@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestShutdownLetsRequestsInFlightFinish starts toolguard as main does, sends
+// a request the upstream holds, shuts down, and checks that the request still
+// completes and that new connections are refused.
+func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	}))
+	defer up.Close()
+
+	ctx, stop := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	var logs bytes.Buffer
+	go func() {
+		done <- run(ctx, nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_UPSTREAM_URL=" + up.URL + "/v1"}, io.Discard, &logs, ready)
+	}()
+	addr := <-ready
+
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	res := make(chan result, 1)
+	go func() {
+		resp, err := http.Get("http://" + addr + "/v1/models")
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		res <- result{resp.StatusCode, string(b), err}
+	}()
+	<-arrived
+	stop() // as SIGTERM would
+	// New connections are refused once the listener is closed; the request
+	// in flight is still being served.
+	for {
+		c, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			break
+		}
+		c.Body.Close()
+	}
+	close(release)
+	r := <-res
+	if r.err != nil || r.status != 200 || r.body != `{"object":"list","data":[]}` {
+		t.Errorf("request in flight: status %d body %q err %v", r.status, r.body, r.err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
+	}
+}
+
+func TestBadConfigurationStopsStartup(t *testing.T) {
+	err := run(context.Background(), nil, []string{"TOOLGUARD_MODE=fix", "TOOLGUARD_MAX_REASKS=many"}, io.Discard, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "TOOLGUARD_MODE") || !strings.Contains(err.Error(), "TOOLGUARD_MAX_REASKS") {
+		t.Errorf("run: %v", err)
+	}
+}
+
+func TestDemoShowsEveryOutcome(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-demo"}, nil, &out, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"outcome=valid", "outcome=repaired", "outcome=reasked", "outcome=failed", `arguments {"selector":"myCoolButton"}`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestHealthcheckFlag(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0"}, io.Discard, io.Discard, ready)
+	}()
+	addr := <-ready
+	_, port, _ := strings.Cut(addr, ":")
+	if err := run(context.Background(), []string{"-healthcheck"}, []string{"TOOLGUARD_LISTEN_ADDR=:" + port}, io.Discard, io.Discard, nil); err != nil {
+		t.Errorf("healthcheck of a running toolguard: %v", err)
+	}
+	stop()
+	<-done
+	if err := run(context.Background(), []string{"-healthcheck"}, []string{"TOOLGUARD_LISTEN_ADDR=:" + port}, io.Discard, io.Discard, nil); err == nil {
+		t.Errorf("healthcheck of a stopped toolguard succeeded")
+	}
+}

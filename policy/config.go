@@ -1,0 +1,232 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v10"
+)
+
+// Mode says which steps of the ladder run.
+type Mode string
+
+// The modes.
+const (
+	ModeRepair   Mode = "repair"   // validate, repair, re-ask, give up
+	ModeReask    Mode = "reask"    // validate, re-ask, give up
+	ModeValidate Mode = "validate" // validate, give up
+	ModeOff      Mode = "off"      // plain proxy
+)
+
+// Valid reports whether m is one of the modes.
+func (m Mode) Valid() bool {
+	switch m {
+	case ModeRepair, ModeReask, ModeValidate, ModeOff:
+		return true
+	}
+	return false
+}
+
+// Repairs reports whether the mode mends calls locally.
+func (m Mode) Repairs() bool { return m == ModeRepair }
+
+// Reasks reports whether the mode may ask the model again.
+func (m Mode) Reasks() bool { return m == ModeRepair || m == ModeReask }
+
+// OnFailure says what happens to a response whose calls cannot be made valid.
+type OnFailure string
+
+// The failure behaviours.
+const (
+	FailError       OnFailure = "error"       // HTTP 400 with the calls' errors
+	FailPassthrough OnFailure = "passthrough" // the upstream's response as it was
+	FailDrop        OnFailure = "drop"        // remove the invalid calls, keep the rest
+)
+
+// Valid reports whether f is one of the behaviours.
+func (f OnFailure) Valid() bool {
+	switch f {
+	case FailError, FailPassthrough, FailDrop:
+		return true
+	}
+	return false
+}
+
+// MaxReasksLimit bounds TOOLGUARD_MAX_REASKS: each re-ask is a paid model
+// call, and a loop of more than this many is a misconfiguration.
+const MaxReasksLimit = 10
+
+// Config is toolguard's whole configuration. Each field's env tag names its
+// variable; config.example.env lists them all with their defaults.
+type Config struct {
+	ListenAddr     string `env:"TOOLGUARD_LISTEN_ADDR" envDefault:":8080"`
+	UpstreamURL    string `env:"TOOLGUARD_UPSTREAM_URL" envDefault:"https://api.openai.com/v1"`
+	UpstreamAPIKey string `env:"TOOLGUARD_UPSTREAM_API_KEY"`
+
+	Mode      Mode      `env:"TOOLGUARD_MODE" envDefault:"repair"`
+	MaxReasks int       `env:"TOOLGUARD_MAX_REASKS" envDefault:"2"`
+	OnFailure OnFailure `env:"TOOLGUARD_ON_FAILURE" envDefault:"error"`
+
+	UpstreamConnectTimeout time.Duration `env:"TOOLGUARD_UPSTREAM_CONNECT_TIMEOUT" envDefault:"10s"`
+	UpstreamHeaderTimeout  time.Duration `env:"TOOLGUARD_UPSTREAM_HEADER_TIMEOUT" envDefault:"5m"`
+	UpstreamTimeout        time.Duration `env:"TOOLGUARD_UPSTREAM_TIMEOUT" envDefault:"10m"`
+
+	MaxBodyBytes     int64 `env:"TOOLGUARD_MAX_BODY_BYTES" envDefault:"33554432"`
+	MaxResponseBytes int64 `env:"TOOLGUARD_MAX_RESPONSE_BYTES" envDefault:"33554432"`
+
+	ReadTimeout     time.Duration `env:"TOOLGUARD_READ_TIMEOUT" envDefault:"60s"`
+	WriteTimeout    time.Duration `env:"TOOLGUARD_WRITE_TIMEOUT" envDefault:"30m"`
+	IdleTimeout     time.Duration `env:"TOOLGUARD_IDLE_TIMEOUT" envDefault:"2m"`
+	ShutdownTimeout time.Duration `env:"TOOLGUARD_SHUTDOWN_TIMEOUT" envDefault:"30s"`
+
+	SchemaCacheSize int `env:"TOOLGUARD_SCHEMA_CACHE_SIZE" envDefault:"1024"`
+
+	LogFormat string `env:"TOOLGUARD_LOG_FORMAT" envDefault:"json"`
+	LogLevel  string `env:"TOOLGUARD_LOG_LEVEL" envDefault:"info"`
+}
+
+// Load reads the configuration from environ ("KEY=value" entries, as
+// os.Environ returns them) and validates it, reporting every problem at once.
+func Load(environ []string) (Config, error) {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	var c Config
+	var errs []error
+	unparsed := map[string]bool{}
+	if err := env.ParseWithOptions(&c, env.Options{Environment: vars}); err != nil {
+		var agg env.AggregateError
+		if !errors.As(err, &agg) {
+			agg.Errors = []error{err}
+		}
+		for _, e := range agg.Errors {
+			key, err := parseError(e, vars)
+			unparsed[key] = true
+			errs = append(errs, err)
+		}
+	}
+	for _, e := range c.problems() {
+		if !unparsed[e.key] {
+			errs = append(errs, e)
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// parseError names the variable of a value that did not parse, and says what
+// it should look like.
+func parseError(err error, vars map[string]string) (string, error) {
+	var pe env.ParseError
+	if !errors.As(err, &pe) {
+		return "", err
+	}
+	f, ok := reflect.TypeFor[Config]().FieldByName(pe.Name)
+	if key := f.Tag.Get("env"); ok && key != "" {
+		want := "a " + pe.Type.String()
+		switch pe.Type {
+		case reflect.TypeFor[time.Duration]():
+			want = "a duration such as 30s or 5m"
+		case reflect.TypeFor[int](), reflect.TypeFor[int64]():
+			want = "a whole number"
+		}
+		return key, fmt.Errorf("%s: %q is not %s", key, vars[key], want)
+	}
+	return "", err
+}
+
+// Default returns the configuration with every variable unset.
+func Default() Config {
+	c, err := Load(nil)
+	if err != nil {
+		panic("policy: defaults do not validate: " + err.Error())
+	}
+	return c
+}
+
+// Validate checks every field and reports all problems at once.
+func (c Config) Validate() error {
+	var errs []error
+	for _, e := range c.problems() {
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
+
+// problem is one bad setting.
+type problem struct {
+	key, msg string
+}
+
+func (p problem) Error() string { return p.key + ": " + p.msg }
+
+func (c Config) problems() []problem {
+	var errs []problem
+	bad := func(name, format string, a ...any) {
+		errs = append(errs, problem{name, fmt.Sprintf(format, a...)})
+	}
+	if c.ListenAddr == "" {
+		bad("TOOLGUARD_LISTEN_ADDR", "must not be empty (host:port, for example :8080)")
+	}
+	if u, err := url.Parse(c.UpstreamURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		bad("TOOLGUARD_UPSTREAM_URL", "%q is not an absolute http(s) URL without query or fragment (for example https://api.openai.com/v1)", c.UpstreamURL)
+	}
+	if !c.Mode.Valid() {
+		bad("TOOLGUARD_MODE", "%q is not one of repair, reask, validate, off", c.Mode)
+	}
+	if c.MaxReasks < 0 || c.MaxReasks > MaxReasksLimit {
+		bad("TOOLGUARD_MAX_REASKS", "%d is out of range: 0 to %d", c.MaxReasks, MaxReasksLimit)
+	}
+	if !c.OnFailure.Valid() {
+		bad("TOOLGUARD_ON_FAILURE", "%q is not one of error, passthrough, drop", c.OnFailure)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"TOOLGUARD_UPSTREAM_CONNECT_TIMEOUT", c.UpstreamConnectTimeout},
+		{"TOOLGUARD_UPSTREAM_HEADER_TIMEOUT", c.UpstreamHeaderTimeout},
+		{"TOOLGUARD_UPSTREAM_TIMEOUT", c.UpstreamTimeout},
+		{"TOOLGUARD_READ_TIMEOUT", c.ReadTimeout},
+		{"TOOLGUARD_WRITE_TIMEOUT", c.WriteTimeout},
+		{"TOOLGUARD_IDLE_TIMEOUT", c.IdleTimeout},
+		{"TOOLGUARD_SHUTDOWN_TIMEOUT", c.ShutdownTimeout},
+	} {
+		if d.v <= 0 {
+			bad(d.name, "%v must be a positive duration (for example 30s, 5m)", d.v)
+		}
+	}
+	if c.UpstreamTimeout > 0 && c.WriteTimeout > 0 && c.WriteTimeout < c.UpstreamTimeout {
+		bad("TOOLGUARD_WRITE_TIMEOUT", "%v is shorter than TOOLGUARD_UPSTREAM_TIMEOUT (%v): responses would be cut off", c.WriteTimeout, c.UpstreamTimeout)
+	}
+	if c.MaxBodyBytes <= 0 {
+		bad("TOOLGUARD_MAX_BODY_BYTES", "%d must be a positive number of bytes", c.MaxBodyBytes)
+	}
+	if c.MaxResponseBytes <= 0 {
+		bad("TOOLGUARD_MAX_RESPONSE_BYTES", "%d must be a positive number of bytes", c.MaxResponseBytes)
+	}
+	if c.SchemaCacheSize <= 0 || c.SchemaCacheSize > 1_000_000 {
+		bad("TOOLGUARD_SCHEMA_CACHE_SIZE", "%d is out of range: 1 to 1000000", c.SchemaCacheSize)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		bad("TOOLGUARD_LOG_FORMAT", "%q is not one of json, text", c.LogFormat)
+	}
+	if _, err := c.SlogLevel(); err != nil {
+		bad("TOOLGUARD_LOG_LEVEL", "%q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	return errs
+}
+
+// SlogLevel returns the configured log level.
+func (c Config) SlogLevel() (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(c.LogLevel))
+	return l, err
+}

@@ -1,0 +1,76 @@
+package policy_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/toolguard/toolguard/policy"
+)
+
+func TestDefaults(t *testing.T) {
+	c, err := policy.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := policy.Config{
+		ListenAddr:             ":8080",
+		UpstreamURL:            "https://api.openai.com/v1",
+		Mode:                   policy.ModeRepair,
+		MaxReasks:              2,
+		OnFailure:              policy.FailError,
+		UpstreamConnectTimeout: 10 * time.Second,
+		UpstreamHeaderTimeout:  5 * time.Minute,
+		UpstreamTimeout:        10 * time.Minute,
+		MaxBodyBytes:           32 << 20,
+		MaxResponseBytes:       32 << 20,
+		ReadTimeout:            time.Minute,
+		WriteTimeout:           30 * time.Minute,
+		IdleTimeout:            2 * time.Minute,
+		ShutdownTimeout:        30 * time.Second,
+		SchemaCacheSize:        1024,
+		LogFormat:              "json",
+		LogLevel:               "info",
+	}
+	if diff := cmp.Diff(c, want); diff != "" {
+		t.Errorf("defaults (-got +want):\n%s", diff)
+	}
+}
+
+func TestLoadReportsEveryBadValue(t *testing.T) {
+	_, err := policy.Load([]string{
+		"TOOLGUARD_MODE=fix",
+		"TOOLGUARD_MAX_REASKS=-1",
+		"TOOLGUARD_ON_FAILURE=ignore",
+		"TOOLGUARD_UPSTREAM_URL=ftp://example.com",
+		"TOOLGUARD_UPSTREAM_TIMEOUT=soon",
+		"TOOLGUARD_LOG_LEVEL=loud",
+	})
+	if err == nil {
+		t.Fatal("Load accepted bad values")
+	}
+	for _, name := range []string{
+		"TOOLGUARD_MODE", "TOOLGUARD_MAX_REASKS", "TOOLGUARD_ON_FAILURE",
+		"TOOLGUARD_UPSTREAM_URL", "TOOLGUARD_UPSTREAM_TIMEOUT", "TOOLGUARD_LOG_LEVEL",
+	} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error does not name %s:\n%v", name, err)
+		}
+	}
+}
+
+func TestLoadAcceptsGoodValues(t *testing.T) {
+	c, err := policy.Load([]string{
+		"TOOLGUARD_MODE=validate",
+		"TOOLGUARD_MAX_REASKS=0",
+		"TOOLGUARD_ON_FAILURE=drop",
+		"TOOLGUARD_UPSTREAM_URL=http://127.0.0.1:9999/v1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Mode != policy.ModeValidate || c.MaxReasks != 0 || c.OnFailure != policy.FailDrop || c.UpstreamURL != "http://127.0.0.1:9999/v1" {
+		t.Errorf("got %+v", c)
+	}
+}

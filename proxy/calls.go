@@ -1,0 +1,114 @@
+package proxy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"github.com/toolguard/toolguard/repair"
+	"github.com/toolguard/toolguard/validate"
+)
+
+// call is one tool call of a response and what the ladder made of it.
+type call struct {
+	raw     string // the call object as the model sent it
+	legacy  bool   // a legacy function_call object, not a tool_calls entry
+	id      string
+	name    string // as the model sent it
+	tool    *tool  // the declared tool it names, nil if none
+	args    []byte // the arguments text, mended if edits were made
+	rawArgs string // the arguments field as the model sent it (raw JSON)
+	edits   []repair.Edit
+	errs    []validate.Error
+	attempt int // 0 for the first response, n for the n-th re-ask
+}
+
+func (c *call) valid() bool { return c.errs == nil }
+
+// changed reports whether the call must be rewritten before it is sent on.
+func (c *call) changed() bool { return len(c.edits) > 0 }
+
+// output returns the call object to send to the client.
+func (c *call) output() string {
+	if !c.changed() {
+		return c.raw
+	}
+	prefix := "function."
+	if c.legacy {
+		prefix = ""
+	}
+	out, err := sjson.Set(c.raw, prefix+"arguments", string(c.args))
+	if err != nil {
+		return c.raw
+	}
+	if c.tool != nil && c.tool.name != c.name {
+		if o, err := sjson.Set(out, prefix+"name", c.tool.name); err == nil {
+			out = o
+		}
+	}
+	return out
+}
+
+// forHistory returns the call as it goes back to the model in a re-ask: as
+// sent, except that arguments that are not a string become one, because
+// providers reject a conversation whose history holds non-string arguments.
+func (c *call) forHistory() string {
+	prefix := "function."
+	if c.legacy {
+		prefix = ""
+	}
+	if gjson.Get(c.raw, prefix+"arguments").Type == gjson.String {
+		return c.raw
+	}
+	out, err := sjson.Set(c.raw, prefix+"arguments", c.rawArgs)
+	if err != nil {
+		return c.raw
+	}
+	return out
+}
+
+// checkCall runs the ladder's local steps (validate, and repair if the mode
+// allows) on one call object.
+func (ex *exchange) checkCall(raw gjson.Result, legacy bool, attempt int) *call {
+	fn := raw.Get("function")
+	if legacy {
+		fn = raw
+	}
+	c := &call{
+		raw:     raw.Raw,
+		legacy:  legacy,
+		id:      raw.Get("id").String(),
+		name:    fn.Get("name").String(),
+		attempt: attempt,
+	}
+	argsField := fn.Get("arguments")
+	c.rawArgs = argsField.Raw
+	if !argsField.Exists() {
+		c.rawArgs = `""`
+	}
+	mode := ex.mode
+	c.tool = ex.tools.byName[c.name]
+	var nameEdit *repair.Edit
+	if c.tool == nil && mode.Repairs() {
+		if mapped, ok := repair.ToolName(c.name, ex.tools.names); ok {
+			c.tool = ex.tools.byName[mapped]
+			nameEdit = &repair.Edit{Kind: repair.KindToolName, Path: "", Before: c.name, After: mapped}
+		}
+	}
+	if c.tool == nil {
+		c.args = []byte(argsField.String())
+		c.errs = []validate.Error{{Keyword: "tool", Message: fmt.Sprintf("tool %q is not declared; the declared tools are: %s", c.name, strings.Join(ex.tools.names, ", "))}}
+		return c
+	}
+	s := ex.tools.schema(ex.h.schemas, c.tool)
+	res := repair.Arguments([]byte(c.rawArgs), s, repair.Options{
+		Syntax:       mode.Repairs(),
+		SchemaGuided: mode.Repairs(),
+	})
+	c.args, c.edits, c.errs = res.Args, res.Edits, res.Errors
+	if nameEdit != nil {
+		c.edits = append([]repair.Edit{*nameEdit}, c.edits...)
+	}
+	return c
+}

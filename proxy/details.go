@@ -1,0 +1,79 @@
+package proxy
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// errorDetail is one validation error as the client and the model see it:
+// where (a JSON pointer into the arguments) and what was expected and found.
+type errorDetail struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// errorDetails renders a call's errors. A missing property is reported at
+// its own path (/selector), not at the object that lacks it, and each error
+// names the value found where there is one.
+func errorDetails(c *call) []errorDetail {
+	var out []errorDetail
+	for _, e := range c.errs {
+		switch {
+		case e.Keyword == "required" && strings.HasPrefix(e.Message, "missing properties: "):
+			for _, name := range quotedNames(strings.TrimPrefix(e.Message, "missing properties: ")) {
+				out = append(out, errorDetail{Path: e.Path + "/" + escapePointer(name), Message: "missing required property"})
+			}
+		case e.Keyword == "additionalProperties" && strings.HasPrefix(e.Message, "additionalProperties "):
+			names := strings.TrimSuffix(strings.TrimPrefix(e.Message, "additionalProperties "), " not allowed")
+			for _, name := range quotedNames(names) {
+				out = append(out, errorDetail{Path: e.Path + "/" + escapePointer(name), Message: "property not allowed by the schema (additionalProperties is false)"})
+			}
+		default:
+			msg := e.Message
+			if e.Keyword != "syntax" && e.Keyword != "tool" {
+				if v := valueAt(c.args, e.Path); v != "" {
+					msg += "; found " + clipString(v, 120)
+				}
+			}
+			out = append(out, errorDetail{Path: pointerOrRoot(e.Path), Message: msg})
+		}
+	}
+	return out
+}
+
+func pointerOrRoot(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
+}
+
+// quotedNames splits the library's "'a', 'b'" lists.
+func quotedNames(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ", ") {
+		out = append(out, strings.Trim(part, "'"))
+	}
+	return out
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// valueAt returns the raw JSON at a JSON pointer inside args, "" if none.
+func valueAt(args []byte, pointer string) string {
+	if pointer == "" {
+		if gjson.ValidBytes(args) {
+			return string(args)
+		}
+		return ""
+	}
+	var path []string
+	for _, seg := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
+		path = append(path, gjson.Escape(seg))
+	}
+	return gjson.GetBytes(args, strings.Join(path, ".")).Raw
+}

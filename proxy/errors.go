@@ -1,0 +1,99 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+)
+
+// apiError is an error the client sees in the OpenAI error shape. Msg is for
+// the client; Err, if set, is the cause kept for the log.
+type apiError struct {
+	Status  int
+	Type    string
+	Code    string
+	Msg     string
+	Err     error
+	Details any
+	// Header holds extra response headers (Retry-After, x-should-retry).
+	Header http.Header
+}
+
+func (e *apiError) Error() string {
+	if e.Err != nil {
+		return e.Msg + ": " + e.Err.Error()
+	}
+	return e.Msg
+}
+
+func (e *apiError) Unwrap() error { return e.Err }
+
+// body renders the OpenAI error object.
+func (e *apiError) body() []byte {
+	type inner struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    string  `json:"code"`
+		Details any     `json:"details,omitempty"`
+	}
+	b, err := json.Marshal(struct {
+		Error inner `json:"error"`
+	}{inner{Message: e.Msg, Type: e.Type, Code: e.Code, Details: e.Details}})
+	if err != nil {
+		// Details are built by this package from strings and numbers.
+		panic("proxy: marshal error body: " + err.Error())
+	}
+	return b
+}
+
+// write sends the error to the client.
+func (e *apiError) write(w http.ResponseWriter) {
+	h := w.Header()
+	for k, v := range e.Header {
+		h[k] = v
+	}
+	b := e.body()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(e.Status)
+	w.Write(b)
+}
+
+// statusClientClosed is logged, never sent: the client is gone.
+const statusClientClosed = 499
+
+// upstreamError maps a failure to reach the upstream to what the client
+// sees: 504 when a timeout fired, 499 when the client left, 502 otherwise.
+func upstreamError(clientCtx context.Context, err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	if clientCtx.Err() != nil {
+		return &apiError{Status: statusClientClosed, Type: "client_closed", Code: "client_closed", Msg: "client closed the request", Err: err}
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return &apiError{Status: http.StatusGatewayTimeout, Type: "upstream_error", Code: "upstream_timeout", Msg: "the upstream did not answer in time", Err: err}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return tooLarge(mbe.Limit, err)
+	}
+	return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_unreachable", Msg: "the upstream could not be reached", Err: err}
+}
+
+func tooLarge(limit int64, err error) *apiError {
+	return &apiError{
+		Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+		Msg: "request body is larger than " + strconv.FormatInt(limit, 10) + " bytes (TOOLGUARD_MAX_BODY_BYTES)", Err: err,
+	}
+}
+
+func notFound() *apiError {
+	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "unknown_url", Msg: "unknown route: toolguard serves the OpenAI API under /v1/"}
+}

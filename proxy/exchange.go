@@ -1,0 +1,215 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"github.com/toolguard/toolguard/policy"
+)
+
+// outcome is what toolguard did with a response, as the client is told in
+// X-Toolguard-Outcome.
+type outcome string
+
+const (
+	outcomeNone     outcome = "none"     // no tool calls
+	outcomeValid    outcome = "valid"    // every call valid as received
+	outcomeRepaired outcome = "repaired" // made valid locally
+	outcomeReasked  outcome = "reasked"  // made valid by asking the model again
+	outcomeFailed   outcome = "failed"   // some calls could not be made valid
+)
+
+// exchange is one inspected chat completion: the client's request, the
+// upstream attempts made for it and what became of its tool calls.
+type exchange struct {
+	h         *Handler
+	ctx       context.Context // the client's request context
+	body      []byte          // the request body as the client sent it
+	tools     *toolset
+	mode      policy.Mode
+	maxReasks int
+	onFailure policy.OnFailure
+	start     time.Time
+
+	// What happened, for headers and logs.
+	outcome        outcome
+	reasks         int
+	upstreamStatus int
+	failure        *apiError // set when the upstream could not be reached
+	calls          []*call   // every call checked, in every attempt
+	gaveUp         string    // why re-asking stopped short, if it did
+}
+
+type exchangeKey struct{}
+
+func exchangeFrom(ctx context.Context) *exchange {
+	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
+	return ex
+}
+
+// chatCompletions inspects a chat completion if the request declares function
+// tools, and passes it through otherwise.
+func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	body, err := h.readBody(w, r)
+	if err != nil {
+		upstreamError(r.Context(), err).write(w)
+		return
+	}
+	mode := h.cfg.Mode
+	var tools *toolset
+	if mode != policy.ModeOff && gjson.ValidBytes(body) {
+		tools = declaredTools(body)
+	}
+	if tools == nil {
+		h.proxy(w, r, body)
+		return
+	}
+	ex := &exchange{
+		h:         h,
+		ctx:       r.Context(),
+		body:      body,
+		tools:     tools,
+		mode:      mode,
+		maxReasks: h.cfg.MaxReasks,
+		onFailure: h.cfg.OnFailure,
+		start:     time.Now(),
+	}
+	h.proxy(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)), body)
+	ex.logResult(r)
+}
+
+// inspect is the ReverseProxy's ModifyResponse for an exchange: it runs the
+// ladder on a successful JSON reply and replaces the body if it must.
+func (ex *exchange) inspect(resp *http.Response) error {
+	ex.upstreamStatus = resp.StatusCode
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "application/json" {
+		return nil
+	}
+	raw, err := readLimited(resp.Body, ex.h.cfg.MaxResponseBytes)
+	resp.Body.Close()
+	if err != nil {
+		return ex.readFailure(err)
+	}
+	if !gjson.ValidBytes(raw) {
+		// Not ours to judge: the client gets what the upstream said.
+		setBody(resp, raw)
+		return nil
+	}
+	status, body, err := ex.run(raw, resp.Request)
+	if err != nil {
+		return err
+	}
+	if status != 0 && status != resp.StatusCode {
+		resp.StatusCode = status
+		resp.Status = strconv.Itoa(status) + " " + http.StatusText(status)
+		resp.Header.Set("Content-Type", "application/json")
+		resp.Header.Set("X-Should-Retry", "false")
+	}
+	setBody(resp, body)
+	ex.setHeaders(resp.Header)
+	return nil
+}
+
+func (ex *exchange) setHeaders(h http.Header) {
+	h.Set("X-Toolguard-Outcome", string(ex.outcome))
+	h.Set("X-Toolguard-Reasks", strconv.Itoa(ex.reasks))
+	h.Set("X-Toolguard-Repairs", strconv.Itoa(ex.repairs()))
+}
+
+// repairs counts the edits made to the calls that reached the client.
+func (ex *exchange) repairs() int {
+	n := 0
+	for _, c := range ex.calls {
+		if c.valid() {
+			n += len(c.edits)
+		}
+	}
+	return n
+}
+
+func (ex *exchange) readFailure(err error) error {
+	if ex.ctx.Err() != nil {
+		return err
+	}
+	return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_response_unreadable",
+		Msg: "the upstream's response could not be read in full (over TOOLGUARD_MAX_RESPONSE_BYTES, or cut short)", Err: err}
+}
+
+// readLimited reads all of r, failing past limit bytes.
+func readLimited(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("response larger than %d bytes", limit)
+	}
+	return b, nil
+}
+
+func setBody(resp *http.Response, b []byte) {
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	resp.ContentLength = int64(len(b))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	resp.TransferEncoding = nil
+}
+
+// logResult writes the request's log line and one line per call that could
+// not be made valid, with the arguments as the model sent them.
+func (ex *exchange) logResult(r *http.Request) {
+	log := ex.h.log
+	kinds := make([]string, 0)
+	for _, c := range ex.calls {
+		if !c.valid() {
+			log.Warn("invalid tool call",
+				"tool", c.name, "call_id", c.id, "attempt", c.attempt,
+				"errors", describeErrors(c), "arguments", clipString(c.rawArgs, 2048))
+			continue
+		}
+		for _, e := range c.edits {
+			kinds = append(kinds, string(e.Kind)+" "+e.Path)
+		}
+	}
+	status := ex.upstreamStatus
+	if ex.failure != nil {
+		status = ex.failure.Status
+	}
+	log.Info("chat completion",
+		"method", r.Method, "path", r.URL.Path,
+		"outcome", string(ex.outcome), "reasks", ex.reasks, "repairs", kinds,
+		"upstream_status", status, "duration_ms", float64(time.Since(ex.start).Microseconds())/1000,
+		"gave_up", ex.gaveUp)
+}
+
+func describeErrors(c *call) string {
+	var b strings.Builder
+	for i, d := range errorDetails(c) {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(d.Path + ": " + d.Message)
+	}
+	return b.String()
+}
+
+// patch sets a raw JSON value at path, keeping the body as it is otherwise.
+func patch(body []byte, path string, raw string) []byte {
+	out, err := sjson.SetRawBytes(body, path, []byte(raw))
+	if err != nil {
+		return body
+	}
+	return out
+}

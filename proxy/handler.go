@@ -1,0 +1,212 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+
+	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/validate"
+)
+
+// Options configure a Handler.
+type Options struct {
+	// Config is toolguard's configuration, already validated.
+	Config policy.Config
+	// Logger receives one line per inspected request, one per invalid tool
+	// call and every warning. If nil, logs are discarded.
+	Logger *slog.Logger
+	// Transport reaches the upstream. If nil, NewTransport(Config) is used.
+	Transport http.RoundTripper
+}
+
+// Handler is toolguard's http.Handler.
+type Handler struct {
+	cfg      policy.Config
+	upstream *url.URL
+	rt       http.RoundTripper
+	rp       *httputil.ReverseProxy
+	schemas  *validate.Cache
+	log      *slog.Logger
+	mux      *http.ServeMux
+	ready    atomic.Bool
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// New builds a Handler. It reports an error only for a configuration that
+// does not validate.
+func New(o Options) (*Handler, error) {
+	if err := o.Config.Validate(); err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(o.Config.UpstreamURL)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{
+		cfg:      o.Config,
+		upstream: u,
+		rt:       o.Transport,
+		schemas:  validate.NewCache(o.Config.SchemaCacheSize),
+		log:      o.Logger,
+	}
+	if h.rt == nil {
+		h.rt = NewTransport(o.Config)
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.schemas.OnCompileError = func(raw []byte, err error) {
+		h.log.Warn("tool schema does not compile; its calls pass unvalidated",
+			"error", err.Error(), "schema", clipString(string(raw), 512))
+	}
+	h.rp = &httputil.ReverseProxy{
+		Rewrite:        h.rewrite,
+		Transport:      h.rt,
+		ModifyResponse: h.modifyResponse,
+		ErrorHandler:   h.errorHandler,
+		// Copying errors reach ErrorLog; route them to the structured log.
+		ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+	}
+	h.mux = http.NewServeMux()
+	h.mux.HandleFunc("GET /healthz", h.healthz)
+	h.mux.HandleFunc("GET /readyz", h.readyz)
+	h.mux.HandleFunc("POST /v1/chat/completions", h.chatCompletions)
+	h.mux.HandleFunc("/v1/", h.forward)
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { notFound().write(w) })
+	h.ready.Store(true)
+	return h, nil
+}
+
+// ServeHTTP routes the request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mux.ServeHTTP(w, r)
+}
+
+// SetReady sets what /readyz answers; a server that is draining is not ready.
+func (h *Handler) SetReady(ready bool) { h.ready.Store(ready) }
+
+func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"status":"ok"}`)
+}
+
+func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if !h.ready.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"status":"draining"}`)
+		return
+	}
+	io.WriteString(w, `{"status":"ready"}`)
+}
+
+// forward passes a request through unchanged.
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request) {
+	body, err := h.readBody(w, r)
+	if err != nil {
+		upstreamError(r.Context(), err).write(w)
+		return
+	}
+	h.proxy(w, r, body)
+}
+
+// proxy sends r upstream with body (already read) as its body.
+func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, body []byte) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.UpstreamTimeout)
+	defer cancel()
+	r = r.WithContext(ctx)
+	if body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	h.rp.ServeHTTP(w, r)
+}
+
+// readBody reads the whole request body, up to the configured limit. Bodies
+// are read before they go upstream, not streamed: a body streamed through
+// ReverseProxy to an upstream that answers before reading all of it can cut
+// the response short (golang/go#40747), and chat bodies must be inspected
+// anyway. It returns nil for a request without a body.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > h.cfg.MaxBodyBytes {
+		return nil, tooLarge(h.cfg.MaxBodyBytes, nil)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(mbe.Limit, err)
+		}
+		return nil, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_error", Msg: "could not read the request body", Err: err}
+	}
+	return b, nil
+}
+
+// rewrite points the outgoing request at the configured upstream: the
+// request's path below /v1 is appended to the upstream's base path, and its
+// host is never taken from the request.
+func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
+	rest := strings.TrimPrefix(pr.In.URL.Path, "/v1")
+	out := pr.Out.URL
+	out.Scheme = h.upstream.Scheme
+	out.Host = h.upstream.Host
+	out.Path = strings.TrimSuffix(h.upstream.Path, "/") + rest
+	out.RawPath = ""
+	if pr.In.URL.RawPath != "" {
+		out.RawPath = strings.TrimSuffix(h.upstream.EscapedPath(), "/") + strings.TrimPrefix(pr.In.URL.EscapedPath(), "/v1")
+	}
+	pr.Out.Host = ""
+	if h.cfg.UpstreamAPIKey != "" {
+		pr.Out.Header.Set("Authorization", "Bearer "+h.cfg.UpstreamAPIKey)
+	}
+	for k := range pr.Out.Header {
+		if strings.HasPrefix(k, "X-Toolguard-") {
+			delete(pr.Out.Header, k)
+		}
+	}
+	if exchangeFrom(pr.In.Context()) != nil {
+		// Let the transport negotiate compression and decode it, so the
+		// body can be inspected; the client gets it uncompressed.
+		pr.Out.Header.Del("Accept-Encoding")
+	}
+}
+
+func (h *Handler) modifyResponse(resp *http.Response) error {
+	ex := exchangeFrom(resp.Request.Context())
+	if ex == nil {
+		return nil
+	}
+	return ex.inspect(resp)
+}
+
+func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	ae := upstreamError(r.Context(), err)
+	if ex := exchangeFrom(r.Context()); ex != nil {
+		ex.failure = ae
+	}
+	if ae.Status == statusClientClosed {
+		return
+	}
+	h.log.Warn("upstream request failed", "method", r.Method, "path", r.URL.Path, "status", ae.Status, "error", ae.Error())
+	ae.write(w)
+}
+
+func clipString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

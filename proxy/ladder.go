@@ -1,0 +1,238 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"github.com/toolguard/toolguard/policy"
+)
+
+// choice is one choice of a response that holds tool calls.
+type choice struct {
+	pos    int  // position in the choices array
+	legacy bool // a function_call, not tool_calls
+	calls  []*call
+	// touched is set once the choice's calls must be written back: a call
+	// was mended or replaced by a re-ask.
+	touched bool
+
+	// The model's last message in this choice, for the next re-ask.
+	lastContent string  // raw JSON of its content ("null" if none)
+	lastCalls   []*call // the calls it made
+	history     []string
+}
+
+func (ch *choice) invalid() bool {
+	for _, c := range ch.calls {
+		if !c.valid() {
+			return true
+		}
+	}
+	return false
+}
+
+// collect checks the tool calls of every choice of a response.
+func (ex *exchange) collect(body []byte, attempt int) []*choice {
+	var out []*choice
+	gjson.GetBytes(body, "choices").ForEach(func(k, v gjson.Result) bool {
+		msg := v.Get("message")
+		calls, legacy := ex.callsOf(msg, attempt)
+		if len(calls) > 0 {
+			out = append(out, &choice{
+				pos:         int(k.Int()),
+				legacy:      legacy,
+				calls:       calls,
+				lastContent: rawOrNull(msg.Get("content")),
+				lastCalls:   calls,
+			})
+		}
+		return true
+	})
+	return out
+}
+
+// callsOf checks the calls of one assistant message.
+func (ex *exchange) callsOf(msg gjson.Result, attempt int) ([]*call, bool) {
+	var calls []*call
+	if tcs := msg.Get("tool_calls"); tcs.IsArray() {
+		tcs.ForEach(func(_, tc gjson.Result) bool {
+			calls = append(calls, ex.checkCall(tc, false, attempt))
+			return true
+		})
+		if len(calls) > 0 {
+			return calls, false
+		}
+	}
+	if fc := msg.Get("function_call"); fc.IsObject() {
+		return []*call{ex.checkCall(fc, true, attempt)}, true
+	}
+	return nil, false
+}
+
+func rawOrNull(r gjson.Result) string {
+	if !r.Exists() {
+		return "null"
+	}
+	return r.Raw
+}
+
+// run takes the first response through the ladder: local checks and repair,
+// then re-asks while calls stay invalid and the budget allows, then the
+// configured failure. It returns the status and body for the client; status
+// 0 keeps the upstream's.
+func (ex *exchange) run(first []byte, outreq *http.Request) (int, []byte, error) {
+	choices := ex.collect(first, 0)
+	for _, ch := range choices {
+		ex.calls = append(ex.calls, ch.calls...)
+	}
+	if len(choices) == 0 {
+		ex.outcome = outcomeNone
+		return 0, first, nil
+	}
+	var replies [][]byte
+	for {
+		ch := firstInvalid(choices)
+		if ch == nil || !ex.mode.Reasks() || ex.reasks >= ex.maxReasks {
+			break
+		}
+		if err := ex.ctx.Err(); err != nil {
+			return 0, nil, err
+		}
+		reply, err := ex.reask(outreq, ch)
+		if err != nil {
+			if ex.ctx.Err() != nil {
+				return 0, nil, err
+			}
+			ex.gaveUp = err.Error()
+			break
+		}
+		replies = append(replies, reply)
+	}
+
+	if firstInvalid(choices) == nil {
+		switch {
+		case ex.reasks > 0:
+			ex.outcome = outcomeReasked
+		case ex.repairs() > 0:
+			ex.outcome = outcomeRepaired
+		default:
+			ex.outcome = outcomeValid
+			return 0, first, nil
+		}
+		return 0, ex.assemble(first, choices, replies), nil
+	}
+
+	ex.outcome = outcomeFailed
+	switch ex.onFailure {
+	case policy.FailPassthrough:
+		if len(replies) == 0 {
+			return 0, first, nil
+		}
+		return 0, sumUsage(first, replies), nil
+	case policy.FailDrop:
+		return 0, ex.assemble(first, choices, replies), nil
+	default:
+		return http.StatusBadRequest, ex.failureBody(choices), nil
+	}
+}
+
+func firstInvalid(choices []*choice) *choice {
+	for _, ch := range choices {
+		if ch.invalid() {
+			return ch
+		}
+	}
+	return nil
+}
+
+// assemble writes the checked calls back into the first response: mended
+// calls as mended, invalid ones dropped, and the calls of re-asks in place
+// of the ones they correct. The message's other fields stay as the model
+// first sent them (a streaming client has already seen its text). The model
+// that answered last and the usage summed over every attempt are reported.
+func (ex *exchange) assemble(first []byte, choices []*choice, replies [][]byte) []byte {
+	body := first
+	for _, ch := range choices {
+		var keep []string
+		dirty := ch.touched
+		for _, c := range ch.calls {
+			if !c.valid() {
+				dirty = true
+				continue
+			}
+			if c.changed() {
+				dirty = true
+			}
+			keep = append(keep, c.output())
+		}
+		if !dirty {
+			continue
+		}
+		prefix := "choices." + strconv.Itoa(ch.pos) + "."
+		field := "message.tool_calls"
+		if ch.legacy {
+			field = "message.function_call"
+			keep = keep[:min(len(keep), 1)]
+		}
+		if len(keep) == 0 {
+			body = remove(body, prefix+field)
+			if fr := gjson.GetBytes(body, prefix+"finish_reason").String(); fr == "tool_calls" || fr == "function_call" {
+				body = patch(body, prefix+"finish_reason", `"stop"`)
+			}
+			continue
+		}
+		if ch.legacy {
+			body = patch(body, prefix+field, keep[0])
+		} else {
+			body = patch(body, prefix+field, "["+strings.Join(keep, ",")+"]")
+		}
+	}
+	if len(replies) > 0 {
+		if m := gjson.GetBytes(replies[len(replies)-1], "model"); m.Type == gjson.String {
+			body = patch(body, "model", m.Raw)
+		}
+		body = sumUsage(body, replies)
+	}
+	return body
+}
+
+func remove(body []byte, path string) []byte {
+	out, err := sjson.DeleteBytes(body, path)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// callDetail is one invalid call in the failure body.
+type callDetail struct {
+	Choice int           `json:"choice"`
+	Tool   string        `json:"tool"`
+	CallID string        `json:"call_id"`
+	Errors []errorDetail `json:"errors"`
+}
+
+func (ex *exchange) failureBody(choices []*choice) []byte {
+	var details []callDetail
+	var names []string
+	for _, ch := range choices {
+		for _, c := range ch.calls {
+			if c.valid() {
+				continue
+			}
+			details = append(details, callDetail{Choice: ch.pos, Tool: c.name, CallID: c.id, Errors: errorDetails(c)})
+			names = append(names, fmt.Sprintf("%s (%s): %s", c.name, c.id, describeErrors(c)))
+		}
+	}
+	msg := fmt.Sprintf("toolguard: %d tool call(s) could not be made valid after %d re-ask(s): %s",
+		len(details), ex.reasks, strings.Join(names, "; "))
+	if ex.gaveUp != "" {
+		msg += " (re-asking stopped: " + ex.gaveUp + ")"
+	}
+	e := &apiError{Type: "invalid_tool_call", Code: "tool_call_invalid", Msg: msg, Details: details}
+	return e.body()
+}

@@ -1,0 +1,168 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// reaskInstruction closes every re-ask: the model is told what to send back.
+const reaskInstruction = "Some of your tool calls were invalid and were not executed; " +
+	"the tool results above give each error with its JSON pointer path. " +
+	"Send corrected tool calls for the invalid calls only, with arguments that match each tool's parameters schema. " +
+	"The valid calls are kept: do not send them again."
+
+// reask asks the model once more for the choice's invalid calls: the
+// original conversation, the model's last message in it, one tool message per
+// call saying what was wrong (or that it was valid) and an instruction. Every
+// other field of the request is kept as the client sent it. On a reply with
+// tool calls, they replace the invalid calls of the choice.
+func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
+	ex.reasks++
+	attempt := ex.reasks
+	msgs := append(ch.history, ex.feedback(ch, attempt)...)
+	body := ex.body
+	for _, m := range msgs {
+		body = patch(body, "messages.-1", m)
+	}
+	if n := gjson.GetBytes(body, "n"); n.Exists() && n.Int() != 1 {
+		// One choice is being corrected; ask for one.
+		body = patch(body, "n", "1")
+	}
+	status, reply, err := ex.send(outreq, body)
+	if err != nil {
+		return nil, fmt.Errorf("re-ask %d: %w", attempt, err)
+	}
+	if status < 200 || status > 299 {
+		return nil, fmt.Errorf("re-ask %d: the upstream answered with status %d: %s", attempt, status, clipString(string(reply), 300))
+	}
+	if !gjson.ValidBytes(reply) {
+		return nil, fmt.Errorf("re-ask %d: the upstream's reply is not JSON", attempt)
+	}
+	ch.history = msgs
+	msg := gjson.GetBytes(reply, "choices.0.message")
+	calls, _ := ex.callsOf(msg, attempt)
+	ex.calls = append(ex.calls, calls...)
+	if len(calls) == 0 {
+		// The model answered without calls: the invalid calls stay invalid.
+		ch.lastContent, ch.lastCalls = rawOrNull(msg.Get("content")), nil
+		return reply, nil
+	}
+	var kept []*call
+	for _, c := range ch.calls {
+		if c.valid() {
+			kept = append(kept, c)
+		}
+	}
+	merged := kept
+	for _, c := range calls {
+		if !duplicate(kept, c) {
+			merged = append(merged, c)
+		}
+	}
+	ch.calls, ch.touched = merged, true
+	ch.lastContent, ch.lastCalls = rawOrNull(msg.Get("content")), calls
+	return reply, nil
+}
+
+// duplicate reports whether c repeats a call already kept (models often send
+// the valid calls again despite being told not to).
+func duplicate(kept []*call, c *call) bool {
+	for _, k := range kept {
+		if k.tool == c.tool && bytes.Equal(k.args, c.args) {
+			return true
+		}
+	}
+	return false
+}
+
+// feedback builds the messages appended for one re-ask.
+func (ex *exchange) feedback(ch *choice, attempt int) []string {
+	var out []string
+	calls := ch.lastCalls
+	ids := make([]string, len(calls))
+	parts := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.id
+		if ids[i] == "" {
+			ids[i] = "call_toolguard_" + strconv.Itoa(attempt) + "_" + strconv.Itoa(i)
+		}
+		parts[i] = c.forHistory()
+		if !ch.legacy && c.id == "" {
+			parts[i] = string(patch([]byte(parts[i]), "id", jsonString(ids[i])))
+		}
+	}
+	switch {
+	case len(calls) == 0:
+		// The model's last answer had no calls: remind it of the ones that
+		// are still invalid.
+		out = append(out, `{"role":"assistant","content":`+ch.lastContent+`}`)
+		var b strings.Builder
+		for _, c := range ch.calls {
+			if !c.valid() {
+				b.WriteString(feedbackText(c))
+				b.WriteString("\n")
+			}
+		}
+		out = append(out, `{"role":"user","content":`+jsonString(b.String()+reaskInstruction)+`}`)
+		return out
+	case ch.legacy:
+		out = append(out, `{"role":"assistant","content":`+ch.lastContent+`,"function_call":`+parts[0]+`}`)
+		out = append(out, `{"role":"function","name":`+jsonString(calls[0].name)+`,"content":`+jsonString(feedbackText(calls[0]))+`}`)
+	default:
+		out = append(out, `{"role":"assistant","content":`+ch.lastContent+`,"tool_calls":[`+strings.Join(parts, ",")+`]}`)
+		for i, c := range calls {
+			out = append(out, `{"role":"tool","tool_call_id":`+jsonString(ids[i])+`,"content":`+jsonString(feedbackText(c))+`}`)
+		}
+	}
+	out = append(out, `{"role":"user","content":`+jsonString(reaskInstruction)+`}`)
+	return out
+}
+
+// feedbackText is what the model is told about one of its calls.
+func feedbackText(c *call) string {
+	if c.valid() {
+		return "This call is valid and has been kept; do not send it again."
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Error: this call to %q was not executed because its arguments are invalid:\n", c.name)
+	for _, d := range errorDetails(c) {
+		fmt.Fprintf(&b, "- %s: %s\n", d.Path, d.Message)
+	}
+	b.WriteString("Call the tool again with arguments that satisfy its parameters schema.")
+	return b.String()
+}
+
+// send makes one re-ask upstream, as its own request with its own timeout,
+// cancelled at once if the client goes away.
+func (ex *exchange) send(outreq *http.Request, body []byte) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ex.ctx, ex.h.cfg.UpstreamTimeout)
+	defer cancel()
+	req := outreq.Clone(ctx)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req.Header.Del("Content-Length")
+	resp, err := ex.h.rt.RoundTrip(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := readLimited(resp.Body, ex.h.cfg.MaxResponseBytes)
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, b, nil
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
