@@ -63,6 +63,7 @@ func (g *guider) round(errs []validate.Error) bool {
 	byPath := map[string][]validate.Error{}
 	var paths []string
 	for _, e := range errs {
+		e.Path = fromValidator(e.Path)
 		if _, seen := byPath[e.Path]; !seen {
 			paths = append(paths, e.Path)
 		}
@@ -181,22 +182,27 @@ func wrapValue(v any, sch map[string]any) (map[string]any, bool) {
 		return nil, false
 	}
 	props, _ := sch["properties"].(map[string]any)
-	req := stringList(sch["required"])
-	var target string
-	switch {
-	case len(req) == 1:
-		target = req[0]
-	case len(req) == 0 && len(props) == 1:
-		for k := range props {
-			target = k
-		}
-	default:
-		return nil, false
-	}
-	if !fits(v, props[target]) {
+	target, ok := wrapTarget(sch)
+	if !ok || !fits(v, props[target]) {
 		return nil, false
 	}
 	return map[string]any{target: v}, true
+}
+
+// wrapTarget returns the one property of sch that a bare value can belong
+// to: the only required property, or else the only property.
+func wrapTarget(sch map[string]any) (string, bool) {
+	props, _ := sch["properties"].(map[string]any)
+	req := stringList(sch["required"])
+	switch {
+	case len(req) == 1:
+		return req[0], true
+	case len(req) == 0 && len(props) == 1:
+		for k := range props {
+			return k, true
+		}
+	}
+	return "", false
 }
 
 // wrapRoot handles arguments that are a bare value, not an object.

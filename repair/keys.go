@@ -67,7 +67,7 @@ func (g *guider) fixObject(p string, errs []validate.Error) bool {
 		if e.Keyword != "required" && e.Keyword != "additionalProperties" {
 			continue
 		}
-		sp, ok := strings.CutSuffix(e.SchemaPath, "/"+e.Keyword)
+		sp, ok := strings.CutSuffix(fromValidator(e.SchemaPath), "/"+e.Keyword)
 		if !ok || (closed || missing) && sp != schemaPath {
 			return false
 		}
@@ -93,7 +93,7 @@ func (g *guider) fixObject(p string, errs []validate.Error) bool {
 	sort.Strings(unknown)
 	changed := g.renameKeys(p, m, o, unknown)
 	if !changed && missing {
-		changed = g.renameOnlyKey(p, m, o, unknown)
+		changed = g.placeUnknown(p, m, o, unknown)
 	}
 	if closed && schMap["additionalProperties"] == false {
 		for _, u := range unknown {
@@ -132,24 +132,70 @@ func (g *guider) renameKeys(p string, m map[string]any, o objectSchema, unknown 
 	return changed
 }
 
-// renameOnlyKey covers {"element": "x"} for a schema requiring only
-// "selector": one required property is missing, one key is unknown and
-// like no declared name, and its value is of the property's type as it
-// is. Nothing else could have been meant.
-func (g *guider) renameOnlyKey(p string, m map[string]any, o objectSchema, unknown []string) bool {
+// placeUnknown handles an object whose keys are unlike any declared name
+// while a required property is missing. Two readings can apply, and it acts
+// only when exactly one does:
+//   - {"element": "x"} for a schema requiring only "selector": one required
+//     property is missing, one key is unknown, its value is of the
+//     property's type as it is, and nothing else could have been meant (the
+//     key is the whole object, or the schema allows no other key).
+//   - {"history": 82, "math": 90} for a schema requiring only an object
+//     "grades": the object is the value of the one property it can belong
+//     to, a bare value like "myCoolButton" for "selector".
+func (g *guider) placeUnknown(p string, m map[string]any, o objectSchema, unknown []string) bool {
+	if len(m) == 0 || len(unknown) != len(m) {
+		return false
+	}
+	for _, u := range unknown {
+		if len(closest(u, o.names)) != 0 {
+			return false
+		}
+	}
 	var missing []string
 	for _, r := range stringList(o.sch["required"]) {
 		if _, ok := m[r]; !ok && !slices.Contains(missing, r) {
 			missing = append(missing, r)
 		}
 	}
-	if len(missing) != 1 || len(unknown) != 1 || len(closest(unknown[0], o.names)) != 0 {
+	rename := len(missing) == 1 && len(unknown) == 1 &&
+		(len(m) == 1 || o.sch["additionalProperties"] == false) &&
+		declares(m[unknown[0]], o.props[missing[0]])
+	target, wrap := wrapTarget(o.sch)
+	if wrap {
+		wrap = declares(m, o.props[target]) && wrapsKeys(m, o.props[target])
+	}
+	switch {
+	case rename && !wrap:
+		g.rename(p, m, unknown[0], missing[0])
+	case wrap && !rename:
+		obj := map[string]any{target: m}
+		if !set(&g.root, p, obj) {
+			return false
+		}
+		g.record(KindWrapValue, p, m, obj)
+		g.done = append(g.done, p)
+	default:
 		return false
 	}
-	if !declares(m[unknown[0]], o.props[missing[0]]) {
-		return false
+	return true
+}
+
+// wrapsKeys reports whether the keys of m are what the schema of the
+// property it would be wrapped into declares, when it declares any.
+func wrapsKeys(m map[string]any, sch any) bool {
+	s, ok := sch.(map[string]any)
+	if !ok {
+		return true
 	}
-	g.rename(p, m, unknown[0], missing[0])
+	o := newObjectSchema(s)
+	if o.props == nil {
+		return true
+	}
+	for k := range m {
+		if !o.known(k) {
+			return false
+		}
+	}
 	return true
 }
 
@@ -170,8 +216,8 @@ func quote(s string) string {
 // unwrapEnvelope replaces arguments such as {"arguments": {...}} or
 // {"name": "click", "arguments": {...}} by their content, when neither key
 // is a declared property and the content is what the schema wants: its
-// required properties are there and each of its keys is declared or
-// plainly means a declared one.
+// required properties are there or, for a schema that requires none, each
+// of its keys is declared or plainly means a declared one.
 func (g *guider) unwrapEnvelope(m map[string]any) bool {
 	sch, ok := g.doc.(map[string]any)
 	if !ok {
@@ -210,12 +256,13 @@ func (g *guider) unwrapEnvelope(m map[string]any) bool {
 	if !ok {
 		return false
 	}
-	for _, r := range stringList(sch["required"]) {
+	req := stringList(sch["required"])
+	for _, r := range req {
 		if _, ok := c[r]; !ok {
 			return false
 		}
 	}
-	if o.props != nil {
+	if len(req) == 0 && o.props != nil {
 		for k := range c {
 			if !o.known(k) && len(closest(k, o.names)) != 1 {
 				return false

@@ -118,6 +118,14 @@ func peel(t []byte) ([]byte, Edit, error) {
 		if !bareToken.Match(t) {
 			return nil, Edit{}, errors.New("arguments are not JSON")
 		}
+		if !pythonLiteral(t) {
+			// One unquoted value: quoting it is the whole repair.
+			out, err := encode(string(t))
+			if err != nil {
+				return nil, Edit{}, err
+			}
+			return out, Edit{Kind: KindJSONRepair, Before: clip(t), After: clip(out)}, nil
+		}
 	}
 	out, err := repairJSON(t)
 	if err != nil {
@@ -229,7 +237,8 @@ func trailingProse(t []byte) ([]byte, bool) {
 // repairJSON runs the JSON repairer on t when that cannot change meaning,
 // and checks that it kept the kind of value t starts with.
 func repairJSON(t []byte) ([]byte, error) {
-	if err := cutInValue(t); err != nil {
+	quoted, err := scan(t)
+	if err != nil {
 		return nil, err
 	}
 	out, err := safeRepair(string(t))
@@ -254,13 +263,52 @@ func repairJSON(t []byte) ([]byte, error) {
 		if b[0] != '"' {
 			return nil, errors.New("arguments cannot be repaired into a string")
 		}
-	default:
-		// A bare token may only be quoted, or be a Python literal.
-		if !bytes.Equal(b, append(append([]byte{'"'}, t...), '"')) && !pythonLiteral(t) {
-			return nil, errors.New("arguments are not JSON")
-		}
+	}
+	if err := keptStrings(quoted, b); err != nil {
+		return nil, err
 	}
 	return b, nil
+}
+
+// keptStrings checks that each string that was already valid JSON in the
+// text is a key or a value of the repaired JSON: the repairer's heuristics
+// for quotes (around backslashes, say) must not rewrite data.
+func keptStrings(quoted [][]byte, repaired []byte) error {
+	if len(quoted) == 0 {
+		return nil
+	}
+	v, err := validate.Decode(repaired)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	collectStrings(v, have)
+	for _, q := range quoted {
+		var s string
+		if json.Unmarshal(q, &s) != nil {
+			continue // not valid as it was: the repair had to change it
+		}
+		if !have[s] {
+			return fmt.Errorf("repairing the JSON would change the string %s", clip(q))
+		}
+	}
+	return nil
+}
+
+func collectStrings(v any, into map[string]bool) {
+	switch v := v.(type) {
+	case string:
+		into[v] = true
+	case map[string]any:
+		for k, e := range v {
+			into[k] = true
+			collectStrings(e, into)
+		}
+	case []any:
+		for _, e := range v {
+			collectStrings(e, into)
+		}
+	}
 }
 
 func pythonLiteral(t []byte) bool {

@@ -6,18 +6,19 @@ import (
 	"fmt"
 )
 
-// cutInValue reports, as an error, text whose repair would need a guess. The
+// scan reports, as an error, text whose repair would need a guess. The
 // JSON repairer closes whatever is open at the end of the text, which is
 // right when the text was cut between two values ({"a": 1, "b": [2) and
 // wrong when it was cut inside one: a string ("myCool), a number (12 might
 // have been 125), a literal (tr), a key with no value, or a colon, which the
 // repairer would complete with a null nobody sent. It also refuses nesting
-// deeper than maxNesting.
+// deeper than maxNesting. It returns the double-quoted strings of the text,
+// for the check that the repair kept them.
 //
 // It is a scanner, not a parser: it only tracks strings, brackets and
 // whether the innermost object expects a key, which is all it takes to tell
 // where the text ends.
-func cutInValue(t []byte) error {
+func scan(t []byte) (quoted [][]byte, err error) {
 	type frame struct {
 		object, wantKey bool
 	}
@@ -41,20 +42,23 @@ func cutInValue(t []byte) error {
 			// the next unescaped \".
 			end := escapedStringEnd(t, i+2)
 			if end < 0 {
-				return errors.New("arguments end inside a string: the value may be cut off")
+				return nil, errors.New("arguments end inside a string: the value may be cut off")
 			}
 			last, lastKey = str, inKey()
 			i = end
 		case c == '"' || c == '\'':
 			end := stringEnd(t, i+1, c)
 			if end < 0 {
-				return errors.New("arguments end inside a string: the value may be cut off")
+				return nil, errors.New("arguments end inside a string: the value may be cut off")
+			}
+			if c == '"' {
+				quoted = append(quoted, t[i:end])
 			}
 			last, lastKey = str, inKey()
 			i = end
 		case c == '{' || c == '[':
 			if len(stack) >= maxNesting {
-				return fmt.Errorf("arguments nest deeper than %d levels", maxNesting)
+				return nil, fmt.Errorf("arguments nest deeper than %d levels", maxNesting)
 			}
 			stack = append(stack, frame{object: c == '{', wantKey: c == '{'})
 			last, lastPunct = punct, c
@@ -86,17 +90,17 @@ func cutInValue(t []byte) error {
 		}
 	}
 	if len(stack) == 0 {
-		return nil
+		return quoted, nil
 	}
 	switch {
 	case last == punct && lastPunct == ':':
-		return errors.New("arguments end after a key: its value is missing")
+		return nil, errors.New("arguments end after a key: its value is missing")
 	case (last == str || last == word) && lastKey:
-		return errors.New("arguments end with a key: its value is missing")
+		return nil, errors.New("arguments end with a key: its value is missing")
 	case last == word && !literal(lastWord):
-		return fmt.Errorf("arguments end with %q, which may be cut off", clip(lastWord))
+		return nil, fmt.Errorf("arguments end with %q, which may be cut off", clip(lastWord))
 	}
-	return nil
+	return quoted, nil
 }
 
 // stringEnd returns the index after the quote q that closes the string

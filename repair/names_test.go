@@ -1,0 +1,58 @@
+package repair
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var toolNameCases = []struct {
+	name     string
+	give     string
+	declared []string
+	want     string
+	wantOK   bool
+}{
+	{name: "exact", give: "get_weather", declared: []string{"get_weather", "get_time"}, want: "get_weather", wantOK: true},
+	{name: "camel-case", give: "getWeather", declared: []string{"get_weather", "get_time"}, want: "get_weather", wantOK: true},
+	{name: "kebab-case", give: "get-weather", declared: []string{"get_weather"}, want: "get_weather", wantOK: true},
+	{name: "upper-case", give: "GET_WEATHER", declared: []string{"get_weather"}, want: "get_weather", wantOK: true},
+	{name: "dotted", give: "math_factorial", declared: []string{"math.factorial"}, want: "math.factorial", wantOK: true},
+	{name: "namespace-prefix", give: "functions.get_weather", declared: []string{"get_weather"}, want: "get_weather", wantOK: true},
+	{name: "typo", give: "get_wether", declared: []string{"get_weather", "get_time"}, want: "get_weather", wantOK: true},
+	{name: "plural", give: "list_file", declared: []string{"list_files"}, want: "list_files", wantOK: true},
+	{name: "far-from-all", give: "delete_everything", declared: []string{"get_weather", "get_time"}},
+	{name: "two-equally-close", give: "get_dat", declared: []string{"get_data", "get_date"}},
+	{name: "short-names-need-exact", give: "ip", declared: []string{"id"}},
+	{name: "none-declared", give: "click", declared: nil},
+	{name: "empty-name", give: "", declared: []string{"click"}},
+}
+
+func TestToolName(t *testing.T) {
+	for _, tt := range toolNameCases {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ToolName(tt.give, tt.declared)
+			if diff := cmp.Diff([]any{got, ok}, []any{tt.want, tt.wantOK}); diff != "" {
+				t.Errorf("ToolName(%q, %q) (-got +want):\n%s", tt.give, tt.declared, diff)
+			}
+		})
+	}
+}
+
+func TestDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"abc", "", 3},
+		{"query", "qeury", 1},
+		{"kitten", "sitting", 3},
+		{"selector", "selector", 0},
+	}
+	for _, tt := range tests {
+		if got := distance(tt.a, tt.b); got != tt.want {
+			t.Errorf("distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
