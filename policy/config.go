@@ -67,10 +67,20 @@ type Config struct {
 	ListenAddr     string `env:"TOOLGUARD_LISTEN_ADDR" envDefault:":8080"`
 	UpstreamURL    string `env:"TOOLGUARD_UPSTREAM_URL" envDefault:"https://api.openai.com/v1"`
 	UpstreamAPIKey string `env:"TOOLGUARD_UPSTREAM_API_KEY"`
+	// APIKeys, when not empty, are the Bearer tokens clients must present
+	// on /v1; the client's Authorization then never goes upstream.
+	APIKeys []string `env:"TOOLGUARD_API_KEYS"`
 
 	Mode      Mode      `env:"TOOLGUARD_MODE" envDefault:"repair"`
 	MaxReasks int       `env:"TOOLGUARD_MAX_REASKS" envDefault:"2"`
 	OnFailure OnFailure `env:"TOOLGUARD_ON_FAILURE" envDefault:"error"`
+
+	ToolPolicies               ToolPolicies `env:"TOOLGUARD_TOOL_POLICIES"`
+	SchemaRepair               bool         `env:"TOOLGUARD_SCHEMA_REPAIR" envDefault:"true"`
+	ForceToolChoiceOnLastReask bool         `env:"TOOLGUARD_FORCE_TOOL_CHOICE_ON_LAST_REASK" envDefault:"false"`
+	AllowClientOff             bool         `env:"TOOLGUARD_ALLOW_CLIENT_OFF" envDefault:"false"`
+
+	MaxConcurrentUpstream int `env:"TOOLGUARD_MAX_CONCURRENT_UPSTREAM" envDefault:"256"`
 
 	UpstreamConnectTimeout time.Duration `env:"TOOLGUARD_UPSTREAM_CONNECT_TIMEOUT" envDefault:"10s"`
 	UpstreamHeaderTimeout  time.Duration `env:"TOOLGUARD_UPSTREAM_HEADER_TIMEOUT" envDefault:"5m"`
@@ -88,7 +98,13 @@ type Config struct {
 
 	LogFormat string `env:"TOOLGUARD_LOG_FORMAT" envDefault:"json"`
 	LogLevel  string `env:"TOOLGUARD_LOG_LEVEL" envDefault:"info"`
+	// LogArguments false keeps every argument value out of the logs: the raw
+	// arguments of invalid calls and the values quoted in their errors.
+	LogArguments bool `env:"TOOLGUARD_LOG_ARGUMENTS" envDefault:"true"`
 }
+
+// MaxConcurrentUpstreamLimit bounds TOOLGUARD_MAX_CONCURRENT_UPSTREAM.
+const MaxConcurrentUpstreamLimit = 100_000
 
 // Load reads the configuration from environ ("KEY=value" entries, as
 // os.Environ returns them) and validates it, reporting every problem at once.
@@ -113,6 +129,17 @@ func Load(environ []string) (Config, error) {
 			errs = append(errs, err)
 		}
 	}
+	// Keys are often written "a, b" or with a trailing comma in manifests.
+	keys := c.APIKeys[:0]
+	for _, k := range c.APIKeys {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	c.APIKeys = keys
+	if len(keys) == 0 {
+		c.APIKeys = nil
+	}
 	for _, e := range c.problems() {
 		if !unparsed[e.key] {
 			errs = append(errs, e)
@@ -136,6 +163,11 @@ func parseError(err error, vars map[string]string) (string, error) {
 			want = "a duration such as 30s or 5m"
 		case reflect.TypeFor[int](), reflect.TypeFor[int64]():
 			want = "a whole number"
+		case reflect.TypeFor[bool]():
+			want = "true or false"
+		case reflect.TypeFor[ToolPolicies]():
+			// The parser's own message says which entry is wrong and why.
+			return key, fmt.Errorf("%s: %w", key, pe.Err)
 		}
 		return key, fmt.Errorf("%s: %q is not %s", key, vars[key], want)
 	}
@@ -211,6 +243,18 @@ func (c Config) problems() []problem {
 	}
 	if c.MaxResponseBytes <= 0 {
 		bad("TOOLGUARD_MAX_RESPONSE_BYTES", "%d must be a positive number of bytes", c.MaxResponseBytes)
+	}
+	for i, k := range c.APIKeys {
+		if k == "" || strings.ContainsAny(k, " \t\r\n") {
+			// The value itself is a secret: never echo it.
+			bad("TOOLGUARD_API_KEYS", "key %d is empty or holds white space", i+1)
+		}
+	}
+	for _, p := range c.ToolPolicies.problems() {
+		bad("TOOLGUARD_TOOL_POLICIES", "%s", p)
+	}
+	if c.MaxConcurrentUpstream <= 0 || c.MaxConcurrentUpstream > MaxConcurrentUpstreamLimit {
+		bad("TOOLGUARD_MAX_CONCURRENT_UPSTREAM", "%d is out of range: 1 to %d", c.MaxConcurrentUpstream, MaxConcurrentUpstreamLimit)
 	}
 	if c.SchemaCacheSize <= 0 || c.SchemaCacheSize > 1_000_000 {
 		bad("TOOLGUARD_SCHEMA_CACHE_SIZE", "%d is out of range: 1 to 1000000", c.SchemaCacheSize)

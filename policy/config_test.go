@@ -20,6 +20,8 @@ func TestDefaults(t *testing.T) {
 		Mode:                   policy.ModeRepair,
 		MaxReasks:              2,
 		OnFailure:              policy.FailError,
+		SchemaRepair:           true,
+		MaxConcurrentUpstream:  256,
 		UpstreamConnectTimeout: 10 * time.Second,
 		UpstreamHeaderTimeout:  5 * time.Minute,
 		UpstreamTimeout:        10 * time.Minute,
@@ -32,6 +34,7 @@ func TestDefaults(t *testing.T) {
 		SchemaCacheSize:        1024,
 		LogFormat:              "json",
 		LogLevel:               "info",
+		LogArguments:           true,
 	}
 	if diff := cmp.Diff(c, want); diff != "" {
 		t.Errorf("defaults (-got +want):\n%s", diff)

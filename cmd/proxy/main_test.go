@@ -107,3 +107,11 @@ func TestHealthcheckFlag(t *testing.T) {
 		t.Errorf("healthcheck of a stopped toolguard succeeded")
 	}
 }
+
+func TestMalformedToolPoliciesStopStartup(t *testing.T) {
+	err := run(context.Background(), nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_TOOL_POLICIES=click:mode=reask;search:max_reasks=lots"}, io.Discard, io.Discard, nil)
+	want := `TOOLGUARD_TOOL_POLICIES: entry 2 ("search:max_reasks=lots"): max_reasks "lots" is not a whole number from 0 to 10`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("run: %v\nwant an error containing %s", err, want)
+	}
+}
