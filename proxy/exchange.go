@@ -95,6 +95,10 @@ func (ex *exchange) inspect(resp *http.Response) error {
 		return nil
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "text/event-stream" {
+		ex.stream(resp)
+		return nil
+	}
 	if mt != "application/json" {
 		return nil
 	}

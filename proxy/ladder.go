@@ -114,19 +114,13 @@ func (ex *exchange) run(first []byte, outreq *http.Request) (int, []byte, error)
 	}
 
 	if firstInvalid(choices) == nil {
-		switch {
-		case ex.reasks > 0:
-			ex.outcome = outcomeReasked
-		case ex.repairs() > 0:
-			ex.outcome = outcomeRepaired
-		default:
-			ex.outcome = outcomeValid
+		if ex.decide(false) == outcomeValid {
 			return 0, first, nil
 		}
 		return 0, ex.assemble(first, choices, replies), nil
 	}
 
-	ex.outcome = outcomeFailed
+	ex.decide(true)
 	switch ex.onFailure {
 	case policy.FailPassthrough:
 		if len(replies) == 0 {
@@ -136,8 +130,25 @@ func (ex *exchange) run(first []byte, outreq *http.Request) (int, []byte, error)
 	case policy.FailDrop:
 		return 0, ex.assemble(first, choices, replies), nil
 	default:
-		return http.StatusBadRequest, ex.failureBody(choices), nil
+		return http.StatusBadRequest, ex.failureError(choices).body(), nil
 	}
+}
+
+// decide sets the outcome from what happened to the calls.
+func (ex *exchange) decide(failed bool) outcome {
+	switch {
+	case failed:
+		ex.outcome = outcomeFailed
+	case ex.reasks > 0:
+		ex.outcome = outcomeReasked
+	case ex.repairs() > 0:
+		ex.outcome = outcomeRepaired
+	case len(ex.calls) > 0:
+		ex.outcome = outcomeValid
+	default:
+		ex.outcome = outcomeNone
+	}
+	return ex.outcome
 }
 
 func firstInvalid(choices []*choice) *choice {
@@ -216,7 +227,8 @@ type callDetail struct {
 	Errors []errorDetail `json:"errors"`
 }
 
-func (ex *exchange) failureBody(choices []*choice) []byte {
+// failureError is the error the client gets when calls stay invalid.
+func (ex *exchange) failureError(choices []*choice) *apiError {
 	var details []callDetail
 	var names []string
 	for _, ch := range choices {
@@ -233,6 +245,6 @@ func (ex *exchange) failureBody(choices []*choice) []byte {
 	if ex.gaveUp != "" {
 		msg += " (re-asking stopped: " + ex.gaveUp + ")"
 	}
-	e := &apiError{Type: "invalid_tool_call", Code: "tool_call_invalid", Msg: msg, Details: details}
-	return e.body()
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_tool_call", Code: "tool_call_invalid", Msg: msg, Details: details,
+		Header: http.Header{"X-Should-Retry": {"false"}}}
 }

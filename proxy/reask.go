@@ -28,7 +28,7 @@ func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
 	ex.reasks++
 	attempt := ex.reasks
 	msgs := append(ch.history, ex.feedback(ch, attempt)...)
-	body := ex.body
+	body := ex.reaskBase()
 	for _, m := range msgs {
 		body = patch(body, "messages.-1", m)
 	}
@@ -70,6 +70,15 @@ func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
 	ch.calls, ch.touched = merged, true
 	ch.lastContent, ch.lastCalls = rawOrNull(msg.Get("content")), calls
 	return reply, nil
+}
+
+// reaskBase is the request a re-ask starts from: the client's, made
+// non-streaming (stream_options is only allowed on streamed requests).
+func (ex *exchange) reaskBase() []byte {
+	if !gjson.GetBytes(ex.body, "stream").Bool() {
+		return ex.body
+	}
+	return remove(patch(ex.body, "stream", "false"), "stream_options")
 }
 
 // duplicate reports whether c repeats a call already kept (models often send

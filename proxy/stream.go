@@ -1,0 +1,279 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+)
+
+// streamReader replaces the body of a streamed chat completion. It reads the
+// upstream's events and passes each on as soon as it is whole, except
+// tool-call deltas: those are held per choice and per call until the call is
+// complete, checked (and mended or re-asked) like a non-streamed call, and
+// released as whole calls. It does its work inside Read, on the goroutine
+// that copies the body to the client, so nothing outlives the response.
+//
+// Re-asks are made without streaming: their text is never shown (the
+// client has already seen the first attempt's), and their calls are released
+// whole anyway, so a streamed re-ask would only add parsing.
+type streamReader struct {
+	ex     *exchange
+	up     io.ReadCloser
+	outreq *http.Request
+
+	split   sseSplitter
+	scratch []byte
+	out     bytes.Buffer
+	eof     bool // the upstream body is exhausted
+	done    bool // nothing more will be added to out
+	err     error
+
+	choices  map[int64]*streamChoice
+	template []byte // the last chunk, whose envelope released calls reuse
+	usage    []byte // the usage chunk, held until the end
+	replies  [][]byte
+	anyCalls bool
+	failed   bool
+	total    int64 // bytes of tool-call arguments and content held
+}
+
+var _ io.ReadCloser = (*streamReader)(nil)
+
+func (ex *exchange) stream(resp *http.Response) {
+	resp.Body = &streamReader{
+		ex:      ex,
+		up:      resp.Body,
+		outreq:  resp.Request,
+		scratch: make([]byte, 32<<10),
+		choices: map[int64]*streamChoice{},
+	}
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+}
+
+func (r *streamReader) Read(p []byte) (int, error) {
+	for r.out.Len() == 0 && !r.done {
+		r.step()
+	}
+	if r.out.Len() > 0 {
+		return r.out.Read(p)
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	return 0, io.EOF
+}
+
+func (r *streamReader) Close() error { return r.up.Close() }
+
+// step handles the whole events buffered, or reads more from the upstream.
+func (r *streamReader) step() {
+	for !r.done {
+		ev, ok := r.split.next()
+		if !ok {
+			break
+		}
+		r.handle(ev)
+	}
+	if r.done || r.out.Len() > 0 {
+		return
+	}
+	if r.eof {
+		r.fail(&apiError{Type: "upstream_error", Code: "upstream_stream_truncated",
+			Msg: "the upstream's stream ended before data: [DONE]"}, nil)
+		return
+	}
+	n, err := r.up.Read(r.scratch)
+	r.split.feed(r.scratch[:n])
+	if int64(r.split.buffered()) > r.ex.h.cfg.MaxResponseBytes {
+		r.fail(&apiError{Type: "upstream_error", Code: "upstream_event_too_large",
+			Msg: "an upstream event is larger than TOOLGUARD_MAX_RESPONSE_BYTES"}, nil)
+		return
+	}
+	switch {
+	case err == io.EOF:
+		r.eof = true
+	case err != nil:
+		if r.ex.ctx.Err() != nil {
+			// The client is gone: nobody to tell.
+			r.done, r.err = true, err
+			return
+		}
+		ae := upstreamError(r.ex.ctx, err)
+		r.fail(&apiError{Type: ae.Type, Code: ae.Code, Msg: "the upstream's stream broke off: " + ae.Msg}, err)
+	}
+}
+
+// handle acts on one whole event.
+func (r *streamReader) handle(ev []byte) {
+	data, ok := eventData(ev)
+	if !ok {
+		r.out.Write(ev) // comments and other fields pass through
+		return
+	}
+	if string(data) == "[DONE]" {
+		r.finish(ev)
+		return
+	}
+	if !gjson.ValidBytes(data) {
+		r.out.Write(ev)
+		return
+	}
+	choices := gjson.GetBytes(data, "choices")
+	if !choices.IsArray() {
+		r.out.Write(ev) // an error event, or something of the provider's own
+		return
+	}
+	if len(choices.Array()) == 0 && gjson.GetBytes(data, "usage").IsObject() {
+		// The usage chunk: held so it can carry the sum over all attempts.
+		r.usage = append([]byte(nil), ev...)
+		return
+	}
+	r.template = append(r.template[:0], data...)
+	chunk := data
+	changed := false
+	pos := 0
+	choices.ForEach(func(_, c gjson.Result) bool {
+		prefix := "choices." + strconv.Itoa(pos) + "."
+		pos++
+		sc := r.choice(c.Get("index").Int())
+		delta := c.Get("delta")
+		if s := delta.Get("content"); s.Type == gjson.String {
+			sc.content = append(sc.content, s.Str...)
+			r.total += int64(len(s.Str))
+		}
+		for _, field := range []string{"tool_calls", "function_call"} {
+			d := delta.Get(field)
+			if !d.Exists() || d.Type == gjson.Null {
+				continue
+			}
+			r.anyCalls = true
+			if field == "function_call" {
+				sc.legacy = true
+				r.addDelta(sc, d, 0)
+			} else {
+				d.ForEach(func(_, td gjson.Result) bool {
+					r.addDelta(sc, td, -1)
+					return true
+				})
+			}
+			chunk = remove(chunk, prefix+"delta."+field)
+			changed = true
+		}
+		if fr := c.Get("finish_reason"); fr.Exists() && fr.Type != gjson.Null && !sc.finished {
+			sc.finished = true
+			if len(sc.order) > 0 {
+				r.settle(sc)
+				if r.done {
+					return false
+				}
+				if sc.released == 0 && (fr.Str == "tool_calls" || fr.Str == "function_call") {
+					chunk = patch(chunk, prefix+"finish_reason", `"stop"`)
+					changed = true
+				}
+			}
+		}
+		return true
+	})
+	if r.done {
+		return
+	}
+	if r.total > r.ex.h.cfg.MaxResponseBytes {
+		r.fail(&apiError{Type: "upstream_error", Code: "upstream_response_too_large",
+			Msg: "the streamed tool calls are larger than TOOLGUARD_MAX_RESPONSE_BYTES"}, nil)
+		return
+	}
+	if !changed {
+		r.out.Write(ev)
+		return
+	}
+	if !emptyChunk(chunk) {
+		r.writeData(chunk)
+	}
+}
+
+// emptyChunk reports whether a chunk whose tool-call deltas were taken out
+// has nothing left for the client.
+func emptyChunk(chunk []byte) bool {
+	empty := true
+	gjson.GetBytes(chunk, "choices").ForEach(func(_, c gjson.Result) bool {
+		if fr := c.Get("finish_reason"); fr.Exists() && fr.Type != gjson.Null {
+			empty = false
+			return false
+		}
+		if lp := c.Get("logprobs"); lp.Exists() && lp.Type != gjson.Null {
+			empty = false
+			return false
+		}
+		c.Get("delta").ForEach(func(k, v gjson.Result) bool {
+			if k.Str == "role" || v.Type != gjson.Null && !(v.Type == gjson.String && v.Str == "") {
+				empty = false
+			}
+			return empty
+		})
+		return empty
+	})
+	if u := gjson.GetBytes(chunk, "usage"); u.Exists() && u.Type != gjson.Null {
+		empty = false
+	}
+	return empty
+}
+
+func (r *streamReader) writeData(chunk []byte) {
+	r.out.WriteString("data: ")
+	r.out.Write(chunk)
+	r.out.WriteString("\n\n")
+}
+
+// finish ends a stream that the upstream completed: calls still held are
+// settled, then the usage chunk, toolguard's outcome comment and [DONE].
+func (r *streamReader) finish(done []byte) {
+	for _, idx := range r.order() {
+		sc := r.choices[idx]
+		if !sc.finished && len(sc.order) > 0 {
+			sc.finished = true
+			r.settle(sc)
+			if r.done {
+				return
+			}
+		}
+	}
+	if r.usage != nil {
+		if len(r.replies) > 0 {
+			if data, ok := eventData(r.usage); ok {
+				r.writeData(sumUsage(data, r.replies))
+			}
+		} else {
+			r.out.Write(r.usage)
+		}
+	}
+	if r.anyCalls {
+		r.ex.decide(r.failed)
+		fmt.Fprintf(&r.out, ": toolguard outcome=%s reasks=%d\n\n", r.ex.outcome, r.ex.reasks)
+	} else {
+		r.ex.outcome = outcomeNone
+	}
+	r.out.Write(done)
+	r.done = true
+}
+
+// fail ends the stream with an error event in the OpenAI error shape.
+func (r *streamReader) fail(ae *apiError, cause error) {
+	if cause != nil && ae.Err == nil {
+		ae.Err = cause
+	}
+	r.ex.failure = ae
+	if r.anyCalls || ae.Code == "tool_call_invalid" {
+		r.ex.outcome = outcomeFailed
+		fmt.Fprintf(&r.out, ": toolguard outcome=%s reasks=%d\n\n", outcomeFailed, r.ex.reasks)
+	}
+	r.writeData(ae.body())
+	r.done = true
+	if cause != nil {
+		r.ex.h.log.Warn("streamed chat completion failed", "code", ae.Code, "error", ae.Error())
+	}
+}
