@@ -1,0 +1,83 @@
+package repair
+
+import (
+	"testing"
+
+	"github.com/toolguard/toolguard/validate"
+)
+
+// fuzzSchemas are the schemas a fuzz input picks from by its first byte.
+var fuzzSchemas = []string{clickSchema, searchSchema, twoSchema, openSchema, `{"type":"object"}`}
+
+func schemaIndex(schema string) byte {
+	for i, s := range fuzzSchemas {
+		if s == schema {
+			return byte(i)
+		}
+	}
+	return 0
+}
+
+// FuzzArguments checks the promises of Arguments on any input: no panic; a
+// result is either valid (an object that validates) or carries errors; and
+// mending a mended call changes nothing.
+func FuzzArguments(f *testing.F) {
+	for _, tt := range argumentsCases {
+		f.Add(schemaIndex(tt.schema), []byte(tt.give))
+	}
+	for _, tt := range syntaxCases {
+		f.Add(byte(1), []byte(tt.give))
+	}
+	schemas := make([]*validate.Schema, len(fuzzSchemas))
+	for i, s := range fuzzSchemas {
+		schemas[i] = compile(f, s)
+	}
+	f.Fuzz(func(t *testing.T, which byte, raw []byte) {
+		s := schemas[int(which)%len(schemas)]
+		got := Arguments(raw, s, mendAll)
+		if !got.Valid() {
+			return
+		}
+		if _, errs := s.ValidateJSON(got.Args); errs != nil {
+			t.Fatalf("Arguments(%q) = %s with no error, but it does not validate: %v", raw, got.Args, errs)
+		}
+		// Quoting replaces invalid UTF-8, so the bytes may differ; what
+		// matters is that nothing more is mended.
+		again := Arguments(quoteJSON(t, string(got.Args)), s, mendAll)
+		if !again.Valid() || len(again.Edits) > 0 {
+			t.Fatalf("mending %s again: %s, edits %v, errors %v", got.Args, again.Args, again.Edits, again.Errors)
+		}
+	})
+}
+
+// FuzzSyntax checks that Syntax never panics, returns an object text when
+// it succeeds, and leaves its own output alone.
+func FuzzSyntax(f *testing.F) {
+	for _, tt := range syntaxCases {
+		f.Add([]byte(tt.give))
+	}
+	for _, tt := range argumentsCases {
+		f.Add([]byte(tt.give))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, _, err := Syntax(raw)
+		if err != nil {
+			return
+		}
+		if errs := checkValue(mustDecode(t, got), nil); errs != nil {
+			t.Fatalf("Syntax(%q) = %s, not an object: %v", raw, got, errs)
+		}
+		again, edits, err := Syntax(quoteJSON(t, string(got)))
+		if err != nil || len(edits) > 0 {
+			t.Fatalf("Syntax on its own output %s: %s, edits %v, error %v", got, again, edits, err)
+		}
+	})
+}
+
+func mustDecode(t testing.TB, b []byte) any {
+	v, err := validate.Decode(b)
+	if err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	return v
+}
