@@ -70,9 +70,11 @@ func (r *streamReader) Read(p []byte) (int, error) {
 
 func (r *streamReader) Close() error { return r.up.Close() }
 
-// step handles the whole events buffered, or reads more from the upstream.
+// step handles buffered events until one yields output, or reads more from
+// the upstream. It returns as soon as there is something to send, so an
+// event is not held back while the ones read with it are handled.
 func (r *streamReader) step() {
-	for !r.done {
+	for !r.done && r.out.Len() == 0 {
 		ev, ok := r.split.next()
 		if !ok {
 			break
@@ -128,43 +130,64 @@ func (r *streamReader) handle(ev []byte) {
 		r.out.Write(ev) // an error event, or something of the provider's own
 		return
 	}
-	if len(choices.Array()) == 0 && gjson.GetBytes(data, "usage").IsObject() {
+	if isEmptyArray(choices.Raw) && gjson.GetBytes(data, "usage").IsObject() {
 		// The usage chunk: held so it can carry the sum over all attempts.
 		r.usage = append([]byte(nil), ev...)
 		return
 	}
-	r.template = append(r.template[:0], data...)
+	if r.template == nil {
+		// Every chunk of a stream has the same envelope (id, model,
+		// created...); released calls reuse the first one's.
+		r.template = append([]byte(nil), data...)
+	}
 	chunk := data
 	changed := false
 	pos := 0
+	// One pass over each choice and its delta: this runs for every event.
 	choices.ForEach(func(_, c gjson.Result) bool {
 		prefix := "choices." + strconv.Itoa(pos) + "."
 		pos++
-		sc := r.choice(c.Get("index").Int())
-		delta := c.Get("delta")
-		if s := delta.Get("content"); s.Type == gjson.String {
-			sc.content = append(sc.content, s.Str...)
-			r.total += int64(len(s.Str))
-		}
-		for _, field := range []string{"tool_calls", "function_call"} {
-			d := delta.Get(field)
-			if !d.Exists() || d.Type == gjson.Null {
-				continue
+		var idx int64
+		var delta, fr gjson.Result
+		c.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "index":
+				idx = v.Int()
+			case "delta":
+				delta = v
+			case "finish_reason":
+				fr = v
 			}
-			r.anyCalls = true
-			if field == "function_call" {
-				sc.legacy = true
-				r.addDelta(sc, d, 0)
-			} else {
-				d.ForEach(func(_, td gjson.Result) bool {
-					r.addDelta(sc, td, -1)
+			return true
+		})
+		sc := r.choice(idx)
+		delta.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "content":
+				if v.Type == gjson.String {
+					sc.content = append(sc.content, v.Str...)
+					r.total += int64(len(v.Str))
+				}
+			case "tool_calls", "function_call":
+				if v.Type == gjson.Null {
 					return true
-				})
+				}
+				r.anyCalls = true
+				if k.Str == "function_call" {
+					sc.legacy = true
+					r.addDelta(sc, v, 0)
+				} else {
+					v.ForEach(func(_, td gjson.Result) bool {
+						r.addDelta(sc, td, -1)
+						return true
+					})
+				}
+				chunk = remove(chunk, prefix+"delta."+k.Str)
+				changed = true
 			}
-			chunk = remove(chunk, prefix+"delta."+field)
-			changed = true
-		}
-		if fr := c.Get("finish_reason"); fr.Exists() && fr.Type != gjson.Null && !sc.finished {
+			return true
+		})
+		if fr.Exists() && fr.Type != gjson.Null && !sc.finished {
 			sc.finished = true
 			if len(sc.order) > 0 {
 				r.settle(sc)
@@ -194,6 +217,17 @@ func (r *streamReader) handle(ev []byte) {
 	if !emptyChunk(chunk) {
 		r.writeData(chunk)
 	}
+}
+
+func isEmptyArray(raw string) bool {
+	for _, c := range raw {
+		switch c {
+		case '[', ']', ' ', '\t', '\n', '\r':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // emptyChunk reports whether a chunk whose tool-call deltas were taken out

@@ -1,0 +1,124 @@
+package proxy_test
+
+import (
+	"bufio"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy"
+)
+
+// benchReply is a typical tool-call completion (about 470 bytes).
+var benchReply = toolReply(`{"prompt_tokens":82,"completion_tokens":17,"total_tokens":99}`,
+	clickCall("call_Xc4Aiih37EUJvqjoZlu4Vdoi", `"{\"selector\":\"#login-button\"}"`))
+
+// benchArms starts an upstream answering with handler and returns the URL of
+// each arm in front of it: direct, a bare tuned httputil.ReverseProxy, and
+// toolguard.
+func benchArms(b *testing.B, handler http.HandlerFunc) map[string]string {
+	up := httptest.NewServer(handler)
+	b.Cleanup(up.Close)
+	target, _ := url.Parse(up.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 1024}
+	bare := httptest.NewServer(rp)
+	b.Cleanup(bare.Close)
+	cfg := policy.Default()
+	cfg.UpstreamURL = up.URL + "/v1"
+	h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tg := httptest.NewServer(h)
+	b.Cleanup(tg.Close)
+	return map[string]string{"direct": up.URL, "reverseproxy": bare.URL, "toolguard": tg.URL}
+}
+
+var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+// BenchmarkChatCompletion sends the same non-streaming request with a
+// tool-call reply straight to the upstream, through a bare reverse proxy
+// and through toolguard (which validates the call).
+func BenchmarkChatCompletion(b *testing.B) {
+	arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, benchReply)
+	})
+	req := clickRequest("")
+	for _, arm := range []string{"direct", "reverseproxy", "toolguard"} {
+		b.Run(arm, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := client.Post(arms[arm]+"/v1/chat/completions", "application/json", strings.NewReader(req))
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || n != int64(len(benchReply)) {
+					b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStream measures, on a stream of 300 content events followed by
+// a tool call, the time to the first content byte and to the last byte,
+// straight from the upstream and through toolguard.
+func BenchmarkStream(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(chunk(`[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]`))
+	for i := range 300 {
+		sb.WriteString(chunk(textDelta(0, "word"+strings.Repeat("x", i%7)+" ")))
+	}
+	sb.WriteString(streamCall(0, 0, "call_1", `{"selector":"#login-button"}`))
+	sb.WriteString(chunk(finish(0, "tool_calls")) + done)
+	events := strings.SplitAfter(sb.String(), "\n\n")
+	arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		for _, ev := range events {
+			io.WriteString(w, ev)
+			f.Flush()
+		}
+	})
+	req := streamRequest("")
+	for _, arm := range []string{"direct", "reverseproxy", "toolguard"} {
+		b.Run(arm, func(b *testing.B) {
+			var first, last time.Duration
+			for b.Loop() {
+				start := time.Now()
+				resp, err := client.Post(arms[arm]+"/v1/chat/completions", "application/json", strings.NewReader(req))
+				if err != nil {
+					b.Fatal(err)
+				}
+				sc := bufio.NewScanner(resp.Body)
+				seen := false
+				for sc.Scan() {
+					if !seen && strings.Contains(sc.Text(), `"content":"word`) {
+						first += time.Since(start)
+						seen = true
+					}
+				}
+				last += time.Since(start)
+				resp.Body.Close()
+				if !seen {
+					b.Fatal("no content")
+				}
+			}
+			b.ReportMetric(float64(first.Microseconds())/float64(b.N), "µs-first-content")
+			b.ReportMetric(float64(last.Microseconds())/float64(b.N), "µs-last-byte")
+		})
+	}
+}
