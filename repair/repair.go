@@ -136,11 +136,14 @@ func Syntax(raw []byte) ([]byte, []Edit, error) {
 // An object instead of a string is accepted (and recorded) only when
 // mending is allowed.
 func field(raw []byte, mending bool) ([]byte, []Edit, *validate.Error) {
+	if !gjson.ValidBytes(raw) {
+		return nil, nil, &validate.Error{Keyword: "syntax", Message: "function.arguments is not valid JSON"}
+	}
 	f := gjson.ParseBytes(raw)
 	switch {
 	case f.Type == gjson.String:
 		return []byte(f.Str), nil, nil
-	case f.IsObject() && mending && gjson.ValidBytes(raw):
+	case f.IsObject() && mending:
 		return raw, []Edit{{Kind: KindObjectArguments, Before: clip(raw)}}, nil
 	}
 	return nil, nil, &validate.Error{
