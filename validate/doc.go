@@ -14,5 +14,10 @@
 //     the JSON pointer of the offending value inside the arguments.
 //   - Arguments must be a JSON object, whatever the schema says: that is what
 //     the OpenAI tool-call contract promises to tool code.
+//   - A schema over MaxSchemaBytes or nested deeper than MaxSchemaDepth is not
+//     compiled; patterns are Go regular expressions (RE2), which run in time
+//     linear in their input, so no pattern can backtrack catastrophically; a
+//     schema that refers to itself validates as deep as the arguments go, and
+//     a reference loop that consumes nothing does not compile.
 //   - Numbers are decoded as json.Number, so no precision is lost on the way.
 package validate

@@ -37,6 +37,9 @@ func (s *Schema) Doc() any { return s.doc }
 // Compile compiles one tool schema. The raw bytes must be a JSON object or a
 // boolean; a missing schema should be passed as {"type":"object"}.
 func Compile(raw []byte) (*Schema, error) {
+	if err := checkLimits(raw); err != nil {
+		return nil, fmt.Errorf("compile schema: %w", err)
+	}
 	doc, err := decode(raw)
 	if err != nil {
 		return nil, fmt.Errorf("decode schema: %w", err)
