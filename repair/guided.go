@@ -63,7 +63,6 @@ func (g *guider) round(errs []validate.Error) bool {
 	byPath := map[string][]validate.Error{}
 	var paths []string
 	for _, e := range errs {
-		e.Path = fromValidator(e.Path)
 		if _, seen := byPath[e.Path]; !seen {
 			paths = append(paths, e.Path)
 		}

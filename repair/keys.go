@@ -67,7 +67,7 @@ func (g *guider) fixObject(p string, errs []validate.Error) bool {
 		if e.Keyword != "required" && e.Keyword != "additionalProperties" {
 			continue
 		}
-		sp, ok := strings.CutSuffix(fromValidator(e.SchemaPath), "/"+e.Keyword)
+		sp, ok := strings.CutSuffix(e.SchemaPath, "/"+e.Keyword)
 		if !ok || (closed || missing) && sp != schemaPath {
 			return false
 		}

@@ -1,7 +1,6 @@
 package repair
 
 import (
-	"net/url"
 	"strconv"
 	"strings"
 )
@@ -79,19 +78,6 @@ func set(root *any, ptr string, val any) bool {
 	return false
 }
 
-// fromValidator turns a pointer of the validator, whose tokens are also
-// URL-escaped ("/a%C3%B1o" for "año"), into a plain JSON pointer.
-func fromValidator(ptr string) string {
-	if !strings.Contains(ptr, "%") {
-		return ptr
-	}
-	u, err := url.PathUnescape(ptr)
-	if err != nil {
-		return ptr
-	}
-	return u
-}
-
 // within reports whether ptr is base or inside it.
 func within(ptr, base string) bool {
 	return ptr == base || strings.HasPrefix(ptr, base+"/")
@@ -113,7 +99,7 @@ func schemaOf(doc any, schemaPath, path string) (map[string]any, bool) {
 	if i < 0 {
 		return nil, false
 	}
-	v, ok := at(doc, fromValidator(schemaPath[:i]))
+	v, ok := at(doc, schemaPath[:i])
 	if !ok {
 		return nil, false
 	}

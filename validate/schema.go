@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -140,9 +141,9 @@ func flatten(ve *jsonschema.ValidationError) []Error {
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
 			out = append(out, Error{
-				Path:       e.InstanceLocation,
+				Path:       unescape(e.InstanceLocation),
 				Keyword:    lastSegment(e.KeywordLocation),
-				SchemaPath: fragment(e.AbsoluteKeywordLocation),
+				SchemaPath: unescape(fragment(e.AbsoluteKeywordLocation)),
 				Message:    e.Message,
 			})
 			return
@@ -153,6 +154,19 @@ func flatten(ve *jsonschema.ValidationError) []Error {
 	}
 	walk(ve)
 	return out
+}
+
+// unescape turns the library's locations, JSON pointers whose tokens are
+// also URL-escaped ("/a%C3%B1o" for "año"), into plain JSON pointers.
+func unescape(ptr string) string {
+	if !strings.Contains(ptr, "%") {
+		return ptr
+	}
+	u, err := url.PathUnescape(ptr)
+	if err != nil {
+		return ptr
+	}
+	return u
 }
 
 func lastSegment(ptr string) string {
