@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/validate"
 )
@@ -87,10 +88,10 @@ func (ex *exchange) checkCall(raw gjson.Result, legacy bool, attempt int) *call 
 	if !argsField.Exists() {
 		c.rawArgs = `""`
 	}
-	mode := ex.mode
+	global := ex.pol.rules("")
 	c.tool = ex.tools.byName[c.name]
 	var nameEdit *repair.Edit
-	if c.tool == nil && mode.Repairs() {
+	if c.tool == nil && global.Mode.Repairs() && global.SchemaRepair {
 		if mapped, ok := repair.ToolName(c.name, ex.tools.names); ok {
 			c.tool = ex.tools.byName[mapped]
 			nameEdit = &repair.Edit{Kind: repair.KindToolName, Path: "", Before: c.name, After: mapped}
@@ -101,10 +102,16 @@ func (ex *exchange) checkCall(raw gjson.Result, legacy bool, attempt int) *call 
 		c.errs = []validate.Error{{Keyword: "tool", Message: fmt.Sprintf("tool %q is not declared; the declared tools are: %s", c.name, strings.Join(ex.tools.names, ", "))}}
 		return c
 	}
+	rules := ex.rulesOf(c)
+	if rules.Mode == policy.ModeOff {
+		// The operator exempted this tool: its calls pass as sent.
+		c.args = []byte(argsField.String())
+		return c
+	}
 	s := ex.tools.schema(ex.h.schemas, c.tool)
 	res := repair.Arguments([]byte(c.rawArgs), s, repair.Options{
-		Syntax:       mode.Repairs(),
-		SchemaGuided: mode.Repairs(),
+		Syntax:       rules.Mode.Repairs(),
+		SchemaGuided: rules.Mode.Repairs() && rules.SchemaRepair,
 	})
 	c.args, c.edits, c.errs = res.Args, res.Edits, res.Errors
 	if nameEdit != nil {

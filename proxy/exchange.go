@@ -38,6 +38,7 @@ type exchange struct {
 	mode      policy.Mode
 	maxReasks int
 	onFailure policy.OnFailure
+	pol       requestPolicy // per-tool settings, narrowed by the request's headers
 	start     time.Time
 
 	// What happened, for headers and logs.
@@ -64,7 +65,13 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		upstreamError(r.Context(), err).write(w)
 		return
 	}
-	mode := h.cfg.Mode
+	pol, perr := h.requestPolicyOf(r)
+	if perr != nil {
+		perr.write(w)
+		return
+	}
+	global := pol.rules("")
+	mode := global.Mode
 	var tools *toolset
 	if mode != policy.ModeOff && gjson.ValidBytes(body) {
 		tools = declaredTools(body)
@@ -79,8 +86,9 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		body:      body,
 		tools:     tools,
 		mode:      mode,
-		maxReasks: h.cfg.MaxReasks,
-		onFailure: h.cfg.OnFailure,
+		maxReasks: global.MaxReasks,
+		onFailure: global.OnFailure,
+		pol:       pol,
 		start:     time.Now(),
 	}
 	h.proxy(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)), body)
@@ -148,6 +156,10 @@ func (ex *exchange) readFailure(err error) error {
 	if ex.ctx.Err() != nil {
 		return err
 	}
+	if ae := upstreamError(ex.ctx, err); ae.Status == http.StatusGatewayTimeout {
+		// TOOLGUARD_UPSTREAM_TIMEOUT fired while the body was arriving.
+		return ae
+	}
 	return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_response_unreadable",
 		Msg: "the upstream's response could not be read in full (over TOOLGUARD_MAX_RESPONSE_BYTES, or cut short)", Err: err}
 }
@@ -169,33 +181,6 @@ func setBody(resp *http.Response, b []byte) {
 	resp.ContentLength = int64(len(b))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
 	resp.TransferEncoding = nil
-}
-
-// logResult writes the request's log line and one line per call that could
-// not be made valid, with the arguments as the model sent them.
-func (ex *exchange) logResult(r *http.Request) {
-	log := ex.h.log
-	kinds := make([]string, 0)
-	for _, c := range ex.calls {
-		if !c.valid() {
-			log.Warn("invalid tool call",
-				"tool", c.name, "call_id", c.id, "attempt", c.attempt,
-				"errors", describeErrors(c), "arguments", clipString(c.rawArgs, 2048))
-			continue
-		}
-		for _, e := range c.edits {
-			kinds = append(kinds, string(e.Kind)+" "+e.Path)
-		}
-	}
-	status := ex.upstreamStatus
-	if ex.failure != nil {
-		status = ex.failure.Status
-	}
-	log.Info("chat completion",
-		"method", r.Method, "path", r.URL.Path,
-		"outcome", string(ex.outcome), "reasks", ex.reasks, "repairs", kinds,
-		"upstream_status", status, "duration_ms", float64(time.Since(ex.start).Microseconds())/1000,
-		"gave_up", ex.gaveUp)
 }
 
 func describeErrors(c *call) string {

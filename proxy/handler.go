@@ -11,6 +11,10 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/validate"
@@ -37,6 +41,9 @@ type Handler struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	ready    atomic.Bool
+	metrics  *metrics
+	keys     keyring
+	slots    slots
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -57,10 +64,14 @@ func New(o Options) (*Handler, error) {
 		rt:       o.Transport,
 		schemas:  validate.NewCache(o.Config.SchemaCacheSize),
 		log:      o.Logger,
+		keys:     newKeyring(o.Config.APIKeys),
+		slots:    newSlots(o.Config.MaxConcurrentUpstream),
 	}
+	h.metrics = newMetrics(h.schemas)
 	if h.rt == nil {
 		h.rt = NewTransport(o.Config)
 	}
+	h.rt = &timedTransport{next: h.rt, observe: func(d time.Duration) { h.metrics.upstream.Observe(d.Seconds()) }}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -79,6 +90,9 @@ func New(o Options) (*Handler, error) {
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.HandleFunc("GET /readyz", h.readyz)
+	h.mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.reg, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+	}))
 	h.mux.HandleFunc("POST /v1/chat/completions", h.chatCompletions)
 	h.mux.HandleFunc("/v1/", h.forward)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { notFound().write(w) })
@@ -86,10 +100,23 @@ func New(o Options) (*Handler, error) {
 	return h, nil
 }
 
-// ServeHTTP routes the request.
+// ServeHTTP checks the client's key, routes the request, and logs and
+// counts it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mux.ServeHTTP(w, r)
+	info := &requestInfo{start: time.Now()}
+	rec := &recorder{ResponseWriter: w}
+	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+	defer h.finish(rec, r, info)
+	if len(h.keys) > 0 && !openPath(r.URL.Path) && !h.keys.allows(r) {
+		unauthorized().write(rec)
+		return
+	}
+	h.mux.ServeHTTP(rec, r)
 }
+
+// Metrics returns the registry behind GET /metrics, for embedders that serve
+// it elsewhere or add their own collectors.
+func (h *Handler) Metrics() *prometheus.Registry { return h.metrics.reg }
 
 // SetReady sets what /readyz answers; a server that is draining is not ready.
 func (h *Handler) SetReady(ready bool) { h.ready.Store(ready) }
@@ -121,6 +148,12 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) {
 
 // proxy sends r upstream with body (already read) as its body.
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, body []byte) {
+	release, ok := h.slots.acquire()
+	if !ok {
+		overloaded().write(w)
+		return
+	}
+	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.UpstreamTimeout)
 	defer cancel()
 	r = r.WithContext(ctx)
@@ -169,6 +202,11 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 		out.RawPath = strings.TrimSuffix(h.upstream.EscapedPath(), "/") + strings.TrimPrefix(pr.In.URL.EscapedPath(), "/v1")
 	}
 	pr.Out.Host = ""
+	if len(h.keys) > 0 {
+		// The client's key is toolguard's, not the upstream's: it never
+		// leaves. The upstream gets TOOLGUARD_UPSTREAM_API_KEY, if set.
+		pr.Out.Header.Del("Authorization")
+	}
 	if h.cfg.UpstreamAPIKey != "" {
 		pr.Out.Header.Set("Authorization", "Bearer "+h.cfg.UpstreamAPIKey)
 	}

@@ -96,7 +96,7 @@ func (ex *exchange) run(first []byte, outreq *http.Request) (int, []byte, error)
 	var replies [][]byte
 	for {
 		ch := firstInvalid(choices)
-		if ch == nil || !ex.mode.Reasks() || ex.reasks >= ex.maxReasks {
+		if ch == nil || ex.reasks >= ex.reaskBudget(ch) {
 			break
 		}
 		if err := ex.ctx.Err(); err != nil {
@@ -121,7 +121,7 @@ func (ex *exchange) run(first []byte, outreq *http.Request) (int, []byte, error)
 	}
 
 	ex.decide(true)
-	switch ex.onFailure {
+	switch ex.failurePolicy(choices) {
 	case policy.FailPassthrough:
 		if len(replies) == 0 {
 			return 0, first, nil

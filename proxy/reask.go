@@ -36,6 +36,7 @@ func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
 		// One choice is being corrected; ask for one.
 		body = patch(body, "n", "1")
 	}
+	body = ex.forceToolChoice(body, ch)
 	status, reply, err := ex.send(outreq, body)
 	if err != nil {
 		return nil, fmt.Errorf("re-ask %d: %w", attempt, err)

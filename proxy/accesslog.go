@@ -1,0 +1,254 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// requestInfo follows one request through the handler, for its log line and
+// its metrics.
+type requestInfo struct {
+	start time.Time
+	// Filled in as the request goes upstream (by timedTransport, possibly
+	// from the transport's goroutines).
+	upstreamNanos  atomic.Int64
+	upstreamStatus atomic.Int64
+	// ex is the request's exchange, if it was an inspected chat completion.
+	ex *exchange
+}
+
+type requestInfoKey struct{}
+
+func requestInfoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	return info
+}
+
+// recorder remembers the status and size of a response on its way out.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *recorder) WriteHeader(code int) {
+	if w.status == 0 || w.status < 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Flush keeps streaming working for code that asserts http.Flusher;
+// Unwrap lets http.ResponseController reach the connection.
+func (w *recorder) Flush() {
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// routeOf names the route a request took, from a fixed set: metric labels
+// and log fields never hold a raw path.
+func routeOf(r *http.Request) string {
+	switch r.Pattern {
+	case "POST /v1/chat/completions":
+		return "/v1/chat/completions"
+	case "/v1/":
+		return "/v1/*"
+	case "GET /healthz":
+		return "/healthz"
+	case "GET /readyz":
+		return "/readyz"
+	case "GET /metrics":
+		return "/metrics"
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/") {
+		// Refused before routing (401).
+		return "/v1/*"
+	}
+	return "other"
+}
+
+// finish writes the request's one log line and counts it. Probes and
+// scrapes log at debug: at info they would drown the traffic every few
+// seconds.
+func (h *Handler) finish(rec *recorder, r *http.Request, info *requestInfo) {
+	status := rec.status
+	if status == 0 {
+		// Nothing written: the client left (or the handler aborted) first.
+		status = statusClientClosed
+	}
+	route := routeOf(r)
+	h.metrics.request(route, status)
+	total := time.Since(info.start)
+	upstream := time.Duration(info.upstreamNanos.Load())
+	attrs := []slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("route", route),
+		slog.String("path", clipString(r.URL.Path, 256)),
+		slog.Int("status", status),
+		slog.Int64("bytes", rec.bytes),
+		slog.Float64("duration_ms", millis(total)),
+	}
+	if up := info.upstreamStatus.Load(); up != 0 {
+		attrs = append(attrs, slog.Int64("upstream_status", up), slog.Float64("upstream_ms", millis(upstream)))
+	}
+	level := slog.LevelInfo
+	if openPath(r.URL.Path) {
+		level = slog.LevelDebug
+	}
+	if ex := info.ex; ex != nil && ex.outcome != "" {
+		h.metrics.exchange(ex)
+		overhead := max(total-upstream, 0)
+		h.metrics.overhead.Observe(overhead.Seconds())
+		var repairs []string
+		for _, c := range ex.calls {
+			if c.valid() {
+				for _, e := range c.edits {
+					repairs = append(repairs, string(e.Kind)+" "+pointerOrRoot(e.Path))
+				}
+			}
+		}
+		attrs = append(attrs,
+			slog.String("outcome", string(ex.outcome)),
+			slog.Int("attempts", ex.reasks+1),
+			slog.Int("reasks", ex.reasks),
+			slog.Any("repairs", repairs),
+			slog.Float64("overhead_ms", millis(overhead)),
+		)
+		if ex.gaveUp != "" {
+			attrs = append(attrs, slog.String("gave_up", h.redact(ex.gaveUp, r)))
+		}
+	}
+	h.log.LogAttrs(r.Context(), level, "request", attrs...)
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// logResult writes one line per call that could not be made valid, so
+// users can study their model's failures, and hands the exchange to the
+// request's log line. With TOOLGUARD_LOG_ARGUMENTS=false no argument value
+// is logged: neither the raw arguments nor the values the errors quote.
+func (ex *exchange) logResult(r *http.Request) {
+	if info := requestInfoFrom(r.Context()); info != nil {
+		info.ex = ex
+	}
+	h := ex.h
+	for _, c := range ex.calls {
+		if c.valid() {
+			continue
+		}
+		attrs := []slog.Attr{
+			slog.String("tool", clipString(c.name, 128)),
+			slog.String("call_id", clipString(c.id, 128)),
+			slog.Int("attempt", c.attempt),
+		}
+		if h.cfg.LogArguments {
+			attrs = append(attrs,
+				slog.String("errors", h.redact(clipString(describeErrors(c), 2048), r)),
+				slog.String("arguments", h.redact(clipString(c.rawArgs, 2048), r)))
+		} else {
+			attrs = append(attrs, slog.String("errors", errorLocations(c)))
+		}
+		h.log.LogAttrs(r.Context(), slog.LevelWarn, "invalid tool call", attrs...)
+	}
+}
+
+// errorLocations renders a call's errors as paths and keywords only: the
+// validator's messages may quote the value found.
+func errorLocations(c *call) string {
+	var b strings.Builder
+	for i, e := range c.errs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(pointerOrRoot(e.Path) + ": " + e.Keyword)
+	}
+	return clipString(b.String(), 2048)
+}
+
+// redact removes every secret toolguard knows of from a text bound for the
+// log: the configured keys and the token the request carried. Upstream error
+// bodies may echo a key ("Incorrect API key provided: ..."), and re-ask
+// failures quote them.
+func (h *Handler) redact(s string, r *http.Request) string {
+	secrets := append([]string{h.cfg.UpstreamAPIKey}, h.cfg.APIKeys...)
+	if tok, ok := bearer(r.Header.Get("Authorization")); ok {
+		secrets = append(secrets, tok)
+	}
+	for _, k := range secrets {
+		if len(k) >= 4 {
+			s = strings.ReplaceAll(s, k, "[redacted]")
+		}
+	}
+	return s
+}
+
+// timedTransport measures each upstream request, from sending it to the end
+// (or close) of its response body, for the latency histogram and for the
+// request's split between upstream time and toolguard's own.
+type timedTransport struct {
+	next    http.RoundTripper
+	observe func(time.Duration)
+}
+
+func (t *timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	start := time.Now()
+	info := requestInfoFrom(req.Context())
+	done := func() {
+		d := time.Since(start)
+		t.observe(d)
+		if info != nil {
+			info.upstreamNanos.Add(int64(d))
+		}
+	}
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	if info != nil {
+		info.upstreamStatus.Store(int64(resp.StatusCode))
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// The body is the upgraded connection; ReverseProxy needs it as it is.
+		done()
+		return resp, nil
+	}
+	resp.Body = &timedBody{ReadCloser: resp.Body, done: done}
+	return resp, nil
+}
+
+// timedBody calls done once, at the end of the body or when it is closed.
+type timedBody struct {
+	io.ReadCloser
+	once sync.Once
+	done func()
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.once.Do(b.done)
+	}
+	return n, err
+}
+
+func (b *timedBody) Close() error {
+	b.once.Do(b.done)
+	return b.ReadCloser.Close()
+}

@@ -1,0 +1,149 @@
+package proxy_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolguard/toolguard/policy"
+)
+
+// hangingListener accepts connections and never answers on them, like an
+// upstream whose TLS handshake stalls. It stops when the test ends.
+func hangingListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestUpstreamTimeoutsAre504 covers each upstream timeout: the connect (TLS
+// handshake), the response headers, and the whole request, body included.
+func TestUpstreamTimeoutsAre504(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(c *policy.Config, up *fakeUpstream, t *testing.T)
+	}{
+		{"connect-and-tls", func(c *policy.Config, up *fakeUpstream, t *testing.T) {
+			c.UpstreamURL = "https://" + hangingListener(t) + "/v1"
+			c.UpstreamConnectTimeout = 50 * time.Millisecond
+		}},
+		{"response-headers", func(c *policy.Config, up *fakeUpstream, t *testing.T) {
+			up.handle = func(w http.ResponseWriter, r *http.Request, n int) { <-r.Context().Done() }
+			c.UpstreamHeaderTimeout = 50 * time.Millisecond
+		}},
+		{"whole-request-body-included", func(c *policy.Config, up *fakeUpstream, t *testing.T) {
+			up.handle = func(w http.ResponseWriter, r *http.Request, n int) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"id":"chatcmpl-1","choices":[`)
+				http.NewResponseController(w).Flush()
+				<-r.Context().Done()
+			}
+			c.UpstreamTimeout = 100 * time.Millisecond
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newUpstream(t)
+			srv, _ := guard(t, up, func(c *policy.Config) { tt.change(c, up, t) })
+			resp, body := post(t, srv, "/v1/chat/completions", clickRequest(""))
+			checkOpenAIError(t, resp, body, 504, "upstream_timeout")
+		})
+	}
+}
+
+// TestConcurrencyCapIs503 fills the only upstream slot with a request the
+// upstream holds, first at its first attempt, then at its re-ask, and checks
+// that another request is refused at once with 503 and Retry-After, and that
+// the one in flight completes.
+func TestConcurrencyCapIs503(t *testing.T) {
+	tests := []struct {
+		name   string
+		holdAt int // which upstream request of the first client request to hold
+	}{
+		{"first-attempt", 0},
+		{"reask", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			arrived, release := make(chan struct{}), make(chan struct{})
+			up := newUpstream(t)
+			up.handle = func(w http.ResponseWriter, r *http.Request, n int) {
+				w.Header().Set("Content-Type", "application/json")
+				if n == tt.holdAt {
+					close(arrived)
+					<-release
+				}
+				args := `"{\"selector\":\"#ok\"}"`
+				if n < tt.holdAt {
+					args = `"{}"`
+				}
+				io.WriteString(w, toolReply(`{"total_tokens":1}`, clickCall("call_1", args)))
+			}
+			srv, _ := guard(t, up, func(c *policy.Config) { c.MaxConcurrentUpstream = 1 })
+
+			type result struct {
+				status int
+				body   string
+			}
+			done := make(chan result, 1)
+			go func() {
+				req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(clickRequest("")))
+				resp, err := srv.Client().Do(req)
+				if err != nil {
+					done <- result{body: err.Error()}
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				done <- result{resp.StatusCode, string(b)}
+			}()
+			<-arrived
+			resp, body := post(t, srv, "/v1/chat/completions", clickRequest(""))
+			checkOpenAIError(t, resp, body, 503, "toolguard_overloaded")
+			if got := resp.Header.Get("Retry-After"); got != "1" {
+				t.Errorf("Retry-After %q, want 1", got)
+			}
+			// Routes that do not go upstream are not limited.
+			if resp, _ := do(t, t.Context(), srv, http.MethodGet, "/healthz", "", nil); resp.StatusCode != 200 {
+				t.Errorf("/healthz: status %d", resp.StatusCode)
+			}
+			close(release)
+			if r := <-done; r.status != 200 {
+				t.Errorf("request in flight: status %d: %s", r.status, r.body)
+			}
+			// The slot is free again.
+			if resp, body := post(t, srv, "/v1/chat/completions", clickRequest("")); resp.StatusCode != 200 {
+				t.Errorf("after release: status %d: %s", resp.StatusCode, body)
+			}
+		})
+	}
+}

@@ -1,0 +1,180 @@
+package proxy
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/toolguard/toolguard/repair"
+	"github.com/toolguard/toolguard/validate"
+)
+
+// Label values that stand for many.
+const (
+	toolUndeclared = "(undeclared)" // a call naming no declared tool
+	toolOther      = "(other)"      // a tool past maxToolLabels
+	kindOther      = "(other)"      // an edit kind this build does not know
+)
+
+// maxToolLabels bounds the tool label: the first tool names seen get their
+// own series, later ones share toolOther. Tool names come from clients, and
+// a client must not be able to grow the series without bound.
+const maxToolLabels = 200
+
+// metrics are toolguard's Prometheus collectors, registered on a registry of
+// the Handler's own so that tests (and embedders) can build many handlers.
+type metrics struct {
+	reg *prometheus.Registry
+
+	requests    *prometheus.CounterVec // route, code
+	completions *prometheus.CounterVec // outcome
+	toolCalls   *prometheus.CounterVec // tool, outcome
+	repairs     *prometheus.CounterVec // kind
+	reasks      prometheus.Counter
+	upstream    prometheus.Histogram
+	overhead    prometheus.Histogram
+
+	tools labelSet
+	kinds map[repair.Kind]bool
+}
+
+func newMetrics(schemas *validate.Cache) *metrics {
+	// Upstream latency spans a cached completion (tens of ms) to a long
+	// reasoning model answer (minutes); toolguard's own time, parsing,
+	// validating and repairing, spans tens of microseconds to a second.
+	latencyBuckets := []float64{.025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640}
+	overheadBuckets := []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
+	m := &metrics{
+		reg:   prometheus.NewRegistry(),
+		tools: labelSet{max: maxToolLabels, seen: map[string]bool{}},
+		kinds: map[repair.Kind]bool{},
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolguard_requests_total",
+			Help: "Requests served, by route and HTTP status code.",
+		}, []string{"route", "code"}),
+		completions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolguard_chat_completions_total",
+			Help: "Inspected chat completions, by outcome (none, valid, repaired, reasked, failed).",
+		}, []string{"outcome"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolguard_tool_calls_total",
+			Help: "Tool calls the model sent, by tool and outcome: valid as received, repaired locally, reasked (sent back to the model with its errors), failed (still invalid when toolguard gave up).",
+		}, []string{"tool", "outcome"}),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolguard_repairs_total",
+			Help: "Edits made by the repair steps to calls that reached the client, by kind.",
+		}, []string{"kind"}),
+		reasks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolguard_reasks_total",
+			Help: "Re-asks sent to the upstream.",
+		}),
+		upstream: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "toolguard_upstream_request_duration_seconds",
+			Help:    "Time from sending an upstream request (the first or a re-ask) to the end of its response body.",
+			Buckets: latencyBuckets,
+		}),
+		overhead: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "toolguard_overhead_seconds",
+			Help:    "Time toolguard spent on an inspected chat completion other than waiting for the upstream.",
+			Buckets: overheadBuckets,
+		}),
+	}
+	for _, k := range repair.Kinds() {
+		m.kinds[k] = true
+	}
+	stat := func(f func(validate.Stats) float64) func() float64 {
+		return func() float64 { return f(schemas.Stats()) }
+	}
+	m.reg.MustRegister(
+		m.requests, m.completions, m.toolCalls, m.repairs, m.reasks, m.upstream, m.overhead,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "toolguard_schema_cache_hits_total",
+			Help: "Tool schemas found compiled in the cache.",
+		}, stat(func(s validate.Stats) float64 { return float64(s.Hits) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "toolguard_schema_cache_misses_total",
+			Help: "Tool schemas not in the cache, compiled on demand.",
+		}, stat(func(s validate.Stats) float64 { return float64(s.Misses) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "toolguard_schema_cache_schemas",
+			Help: "Compiled tool schemas held in the cache.",
+		}, stat(func(s validate.Stats) float64 { return float64(s.Size) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "toolguard_schema_compile_errors_total",
+			Help: "Tool schemas that failed to compile (their calls pass unvalidated).",
+		}, stat(func(s validate.Stats) float64 { return float64(s.CompileErrors) })),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	// Known series start at zero so that rates work from the first scrape.
+	for _, o := range []outcome{outcomeNone, outcomeValid, outcomeRepaired, outcomeReasked, outcomeFailed} {
+		m.completions.WithLabelValues(string(o))
+	}
+	return m
+}
+
+// request counts one request served.
+func (m *metrics) request(route string, code int) {
+	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+}
+
+// exchange records what became of an inspected chat completion's calls.
+// A call is "reasked" when a re-ask followed it, "failed" when it was still
+// invalid after the last one.
+func (m *metrics) exchange(ex *exchange) {
+	if ex.outcome != "" {
+		m.completions.WithLabelValues(string(ex.outcome)).Inc()
+	}
+	m.reasks.Add(float64(ex.reasks))
+	for _, c := range ex.calls {
+		tool := toolUndeclared
+		if c.tool != nil {
+			// Only declared names reach here, and at most maxToolLabels of them.
+			tool = m.tools.label(c.tool.name)
+		}
+		var o outcome
+		switch {
+		case !c.valid() && c.attempt < ex.reasks:
+			o = outcomeReasked
+		case !c.valid():
+			o = outcomeFailed
+		case len(c.edits) > 0:
+			o = outcomeRepaired
+		default:
+			o = outcomeValid
+		}
+		m.toolCalls.WithLabelValues(tool, string(o)).Inc()
+		if !c.valid() {
+			continue
+		}
+		for _, e := range c.edits {
+			kind := string(e.Kind)
+			if !m.kinds[e.Kind] {
+				kind = kindOther
+			}
+			m.repairs.WithLabelValues(kind).Inc()
+		}
+	}
+}
+
+// labelSet hands out label values from client-supplied names, at most max
+// distinct ones per process; the rest share one value.
+type labelSet struct {
+	mu   sync.Mutex
+	max  int
+	seen map[string]bool
+}
+
+func (s *labelSet) label(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen[name] {
+		return name
+	}
+	if len(s.seen) >= s.max {
+		return toolOther
+	}
+	s.seen[name] = true
+	return name
+}

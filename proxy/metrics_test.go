@@ -1,0 +1,165 @@
+package proxy_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/toolguard/toolguard/policy"
+)
+
+// scrape reads GET /metrics with the client library's own parser.
+func scrape(t *testing.T, srv *httptest.Server) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := srv.Client().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: status %d", resp.StatusCode)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
+
+// series flattens the families named by prefix into "name{k=v,...}" -> value;
+// histograms give their sample count as name_count.
+func series(mfs map[string]*dto.MetricFamily, prefix string) map[string]float64 {
+	out := map[string]float64{}
+	for name, mf := range mfs {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			key := name
+			if len(labels) > 0 {
+				key += "{" + strings.Join(labels, ",") + "}"
+			}
+			switch {
+			case m.Counter != nil:
+				out[key] = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				out[key] = m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				out[name+"_count"] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+// TestMetricsAfterScriptedTraffic sends one request of each outcome and
+// checks every toolguard series against what happened.
+func TestMetricsAfterScriptedTraffic(t *testing.T) {
+	usage := `{"total_tokens":1}`
+	up := newUpstream(t,
+		reply{Body: toolReply(usage, clickCall("call_1", `"{\"selector\":\"#ok\"}"`))}, // valid
+		reply{Body: toolReply(usage, clickCall("call_1", `"\"myCoolButton\""`))},       // repaired
+		reply{Body: toolReply(usage, clickCall("call_1", `"{}"`))},                     // re-asked...
+		reply{Body: toolReply(usage, clickCall("call_2", `"{\"selector\":\"#ok\"}"`))}, // ...and corrected
+		reply{Body: toolReply(usage, clickCall("call_1", `"{}"`))},                     // never corrected
+	)
+	srv, _ := guard(t, up, nil)
+
+	before := series(scrape(t, srv), "toolguard_")
+	if before["toolguard_schema_cache_misses_total"] != 0 || before["toolguard_reasks_total"] != 0 {
+		t.Fatalf("a new handler starts with counts: %v", before)
+	}
+	for _, want := range []int{200, 200, 200, 400} {
+		if resp, body := post(t, srv, "/v1/chat/completions", clickRequest("")); resp.StatusCode != want {
+			t.Fatalf("status %d, want %d: %s", resp.StatusCode, want, body)
+		}
+	}
+	// A schema that does not compile: its calls pass unvalidated.
+	badSchema := `{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"click","parameters":{"type":"object","properties":{"selector":{"type":12}}}}}]}`
+	post(t, srv, "/v1/chat/completions", badSchema)
+	do(t, t.Context(), srv, http.MethodGet, "/v1/models", "", nil)
+	do(t, t.Context(), srv, http.MethodGet, "/healthz", "", nil)
+	do(t, t.Context(), srv, http.MethodGet, "/no/such/path", "", nil)
+
+	got := series(scrape(t, srv), "toolguard_")
+	want := map[string]float64{
+		"toolguard_requests_total{code=200,route=/v1/chat/completions}": 4,
+		"toolguard_requests_total{code=400,route=/v1/chat/completions}": 1,
+		"toolguard_requests_total{code=200,route=/v1/*}":                1,
+		"toolguard_requests_total{code=200,route=/healthz}":             1,
+		"toolguard_requests_total{code=404,route=other}":                1,
+		// The first scrape is counted once it is done.
+		"toolguard_requests_total{code=200,route=/metrics}": 1,
+
+		"toolguard_chat_completions_total{outcome=none}":     0,
+		"toolguard_chat_completions_total{outcome=valid}":    2, // the last one's schema did not compile
+		"toolguard_chat_completions_total{outcome=repaired}": 1,
+		"toolguard_chat_completions_total{outcome=reasked}":  1,
+		"toolguard_chat_completions_total{outcome=failed}":   1,
+
+		"toolguard_tool_calls_total{outcome=valid,tool=click}":    3, // two first answers, one correction
+		"toolguard_tool_calls_total{outcome=repaired,tool=click}": 1,
+		"toolguard_tool_calls_total{outcome=reasked,tool=click}":  3, // one in the third request, two in the fourth
+		"toolguard_tool_calls_total{outcome=failed,tool=click}":   1,
+
+		"toolguard_repairs_total{kind=wrap-value}": 1,
+		"toolguard_reasks_total":                   3,
+
+		// 1 + 1 + 2 + 3 chat attempts, the fifth request, /v1/models.
+		"toolguard_upstream_request_duration_seconds_count": 9,
+		"toolguard_overhead_seconds_count":                  5,
+
+		"toolguard_schema_cache_hits_total":     8 - 2, // one lookup per call checked, two of them misses
+		"toolguard_schema_cache_misses_total":   2,
+		"toolguard_schema_cache_schemas":        2,
+		"toolguard_schema_compile_errors_total": 1,
+	}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("metrics (-got +want):\n%s", diff)
+	}
+}
+
+// TestToolLabelsAreBounded checks that a client cannot grow the series by
+// inventing tool names: undeclared names share one label value, and past
+// 200 declared names the rest share another.
+func TestToolLabelsAreBounded(t *testing.T) {
+	const n = 230
+	var tools, calls []string
+	for i := range n {
+		name := fmt.Sprintf("tool_%03d", i)
+		tools = append(tools, `{"type":"function","function":{"name":"`+name+`"}}`)
+		calls = append(calls, `{"id":"c`+name+`","type":"function","function":{"name":"`+name+`","arguments":"{}"}}`)
+	}
+	calls = append(calls, `{"id":"x","type":"function","function":{"name":"invented_by_the_model","arguments":"{}"}}`)
+	up := newUpstream(t, reply{Body: toolReply(`{"total_tokens":1}`, calls...)})
+	srv, _ := guard(t, up, func(c *policy.Config) { c.OnFailure = policy.FailDrop; c.MaxReasks = 0 })
+	req := `{"model":"m","messages":[],"tools":[` + strings.Join(tools, ",") + `]}`
+	if resp, body := post(t, srv, "/v1/chat/completions", req); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	labels := map[string]float64{}
+	for _, m := range scrape(t, srv)["toolguard_tool_calls_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "tool" {
+				labels[l.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if len(labels) != 202 {
+		t.Errorf("%d tool label values, want 200 names + (other) + (undeclared)", len(labels))
+	}
+	if labels["(other)"] != n-200 || labels["(undeclared)"] != 1 || labels["tool_000"] != 1 {
+		t.Errorf("(other)=%v (undeclared)=%v tool_000=%v", labels["(other)"], labels["(undeclared)"], labels["tool_000"])
+	}
+}
