@@ -30,6 +30,7 @@ type client struct {
 
 var clients = []client{
 	{name: "openai-go", run: runOpenAIGo},
+	nodeClient("openai-node", "openai.mjs"),
 }
 
 var modes = []struct {
@@ -77,7 +78,7 @@ func runScenario(t *testing.T, c client, sc scenario, stream bool) (before, afte
 	defer cancel()
 
 	direct := startUpstream(t, sc)
-	before = c.run(ctx, direct.baseURL(), sc, stream).Observed
+	before = clip(c.run(ctx, direct.baseURL(), sc, stream).Observed, 160)
 
 	up := startUpstream(t, sc)
 	tg := startToolguard(t, up.baseURL())
@@ -88,7 +89,7 @@ func runScenario(t *testing.T, c client, sc scenario, stream bool) (before, afte
 	if got, want := up.modelTurns(), 1+sc.wantReasks; got != want {
 		t.Errorf("the model was asked %d times, want %d (upstream requests: %v)", got, want, up.requests())
 	}
-	after = res.Observed
+	after = clip(res.Observed, 110)
 	tg.stop()
 	if logged := tg.logs.completions(); len(logged) > 0 {
 		after += fmt.Sprintf(" (toolguard: outcome=%s, reasks=%d)", *logged[0].Outcome, logged[0].Reasks)
@@ -150,9 +151,14 @@ func cell(s string) string {
 	if s == "" {
 		return "(not run)"
 	}
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 160 {
-		s = string(r[:157]) + "..."
-	}
 	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+// clip puts s on one line of at most n characters.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n-3]) + "..."
+	}
+	return s
 }
