@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -74,7 +75,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("toolguard listening", "addr", ln.Addr().String(), "upstream", cfg.UpstreamURL,
+	logger.Info("toolguard listening", "addr", ln.Addr().String(), "upstream", redactedURL(cfg.UpstreamURL),
 		"mode", string(cfg.Mode), "max_reasks", cfg.MaxReasks, "on_failure", string(cfg.OnFailure))
 	if ready != nil {
 		ready <- ln.Addr().String()
@@ -99,6 +100,15 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// redactedURL hides a password the upstream URL may carry (user:pass@host).
+func redactedURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return u.Redacted()
 }
 
 // checkHealth asks the local toolguard's /healthz; the container image has no

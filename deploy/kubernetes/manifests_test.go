@@ -1,0 +1,233 @@
+// Package kubernetes holds example manifests; its test keeps them valid and
+// in step with toolguard's routes and configuration.
+package kubernetes
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/caarlos0/env/v10"
+	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy"
+	"gopkg.in/yaml.v3"
+)
+
+// The fields of the objects the manifests hold that the API server requires
+// or that toolguard depends on.
+type object struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name   string            `yaml:"name"`
+		Labels map[string]string `yaml:"labels"`
+	} `yaml:"metadata"`
+	Spec struct {
+		// Deployment
+		Selector struct {
+			MatchLabels map[string]string `yaml:"matchLabels"`
+		} `yaml:"selector"`
+		Template struct {
+			Metadata struct {
+				Labels map[string]string `yaml:"labels"`
+			} `yaml:"metadata"`
+			Spec struct {
+				Containers []container `yaml:"containers"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+		// Service: a plain label map.
+		ServiceSelector map[string]string `yaml:"-"`
+		Ports           []struct {
+			Port int `yaml:"port"`
+		} `yaml:"ports"`
+	} `yaml:"spec"`
+}
+
+type container struct {
+	Name  string `yaml:"name"`
+	Image string `yaml:"image"`
+	Env   []struct {
+		Name string `yaml:"name"`
+	} `yaml:"env"`
+	LivenessProbe  *probe `yaml:"livenessProbe"`
+	ReadinessProbe *probe `yaml:"readinessProbe"`
+	Resources      struct {
+		Requests map[string]string `yaml:"requests"`
+	} `yaml:"resources"`
+	SecurityContext struct {
+		RunAsNonRoot           *bool `yaml:"runAsNonRoot"`
+		ReadOnlyRootFilesystem *bool `yaml:"readOnlyRootFilesystem"`
+	} `yaml:"securityContext"`
+}
+
+type probe struct {
+	HTTPGet *struct {
+		Path string `yaml:"path"`
+	} `yaml:"httpGet"`
+}
+
+// load parses every document of every manifest.
+func load(t *testing.T) map[string][]object {
+	t.Helper()
+	files, err := filepath.Glob("*.yaml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("manifests: %v %v", files, err)
+	}
+	out := map[string][]object{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		for {
+			var node yaml.Node
+			if err := dec.Decode(&node); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			var o object
+			if err := node.Decode(&o); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if o.Kind == "Service" {
+				var svc struct {
+					Spec struct {
+						Selector map[string]string `yaml:"selector"`
+					} `yaml:"spec"`
+				}
+				node.Decode(&svc)
+				o.Spec.ServiceSelector = svc.Spec.Selector
+			}
+			out[f] = append(out[f], o)
+		}
+	}
+	return out
+}
+
+func TestManifests(t *testing.T) {
+	params, err := env.GetFieldParams(&policy.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]bool{}
+	for _, p := range params {
+		vars[p.Key] = true
+	}
+	// The probe paths must answer 200 from a real toolguard.
+	h, err := proxy.New(proxy.Options{Config: policy.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	for file, objs := range load(t) {
+		t.Run(file, func(t *testing.T) {
+			var toolguards int
+			for _, o := range objs {
+				if o.APIVersion == "" || o.Kind == "" || o.Metadata.Name == "" {
+					t.Errorf("%s %q lacks apiVersion, kind or metadata.name", o.Kind, o.Metadata.Name)
+				}
+				switch o.Kind {
+				case "Service":
+					if len(o.Spec.ServiceSelector) == 0 || len(o.Spec.Ports) == 0 {
+						t.Errorf("Service %s has no selector or ports", o.Metadata.Name)
+					}
+					if !selects(o.Spec.ServiceSelector, templateLabels(objs)) {
+						t.Errorf("Service %s selects no pod template of its file", o.Metadata.Name)
+					}
+				case "Deployment":
+					sel, labels := o.Spec.Selector.MatchLabels, o.Spec.Template.Metadata.Labels
+					if len(sel) == 0 || !selects(sel, []map[string]string{labels}) {
+						t.Errorf("Deployment %s: selector %v does not match template labels %v", o.Metadata.Name, sel, labels)
+					}
+					if len(o.Spec.Template.Spec.Containers) == 0 {
+						t.Errorf("Deployment %s has no containers", o.Metadata.Name)
+					}
+					for _, c := range o.Spec.Template.Spec.Containers {
+						if c.Name == "" || c.Image == "" {
+							t.Errorf("a container lacks name or image: %+v", c)
+						}
+						if c.Name != "toolguard" {
+							continue
+						}
+						toolguards++
+						checkToolguard(t, c, vars, srv)
+					}
+				default:
+					t.Errorf("unexpected kind %s", o.Kind)
+				}
+			}
+			if toolguards != 1 {
+				t.Errorf("%d toolguard containers, want 1", toolguards)
+			}
+		})
+	}
+}
+
+func checkToolguard(t *testing.T, c container, vars map[string]bool, srv *httptest.Server) {
+	t.Helper()
+	for _, e := range c.Env {
+		if !vars[e.Name] {
+			t.Errorf("env %s is not a toolguard variable", e.Name)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		p    *probe
+		want string
+	}{{"liveness", c.LivenessProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}} {
+		if p.p == nil || p.p.HTTPGet == nil || p.p.HTTPGet.Path != p.want {
+			t.Errorf("%s probe is not an HTTP GET of %s", p.name, p.want)
+			continue
+		}
+		resp, err := http.Get(srv.URL + p.p.HTTPGet.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s probe %s: status %d", p.name, p.p.HTTPGet.Path, resp.StatusCode)
+		}
+	}
+	sc := c.SecurityContext
+	if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("toolguard must run as non-root with a read-only root filesystem")
+	}
+	if len(c.Resources.Requests) == 0 {
+		t.Errorf("toolguard has no resource requests")
+	}
+}
+
+func templateLabels(objs []object) []map[string]string {
+	var out []map[string]string
+	for _, o := range objs {
+		if o.Kind == "Deployment" {
+			out = append(out, o.Spec.Template.Metadata.Labels)
+		}
+	}
+	return out
+}
+
+// selects reports whether sel matches one of the label sets.
+func selects(sel map[string]string, sets []map[string]string) bool {
+	for _, labels := range sets {
+		ok := true
+		for k, v := range sel {
+			if labels[k] != v {
+				ok = false
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
