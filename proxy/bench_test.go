@@ -74,20 +74,31 @@ func BenchmarkChatCompletion(b *testing.B) {
 
 // BenchmarkStream measures, on a stream of 300 content events followed by
 // a tool call, the time to the first content byte and to the last byte,
-// straight from the upstream and through toolguard.
+// straight from the upstream, through a bare reverse proxy and through
+// toolguard. The upstream sends the first content event and then waits until
+// the client has seen it, so the first figure is the latency of one event
+// through each arm, not the time to get scheduled while the rest of the
+// stream is being copied on the same two cores.
 func BenchmarkStream(b *testing.B) {
 	var sb strings.Builder
-	sb.WriteString(chunk(`[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]`))
 	for i := range 300 {
 		sb.WriteString(chunk(textDelta(0, "word"+strings.Repeat("x", i%7)+" ")))
 	}
 	sb.WriteString(streamCall(0, 0, "call_1", `{"selector":"#login-button"}`))
 	sb.WriteString(chunk(finish(0, "tool_calls")) + done)
 	events := strings.SplitAfter(sb.String(), "\n\n")
+	seen := make(chan struct{}, 1)
 	arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		f := w.(http.Flusher)
+		io.WriteString(w, chunk(`[{"index":0,"delta":{"role":"assistant","content":"first"},"finish_reason":null}]`))
+		f.Flush()
+		select {
+		case <-seen:
+		case <-r.Context().Done():
+			return
+		}
 		for _, ev := range events {
 			io.WriteString(w, ev)
 			f.Flush()
@@ -104,16 +115,17 @@ func BenchmarkStream(b *testing.B) {
 					b.Fatal(err)
 				}
 				sc := bufio.NewScanner(resp.Body)
-				seen := false
+				saw := false
 				for sc.Scan() {
-					if !seen && strings.Contains(sc.Text(), `"content":"word`) {
+					if !saw && strings.Contains(sc.Text(), `"content":"first"`) {
 						first += time.Since(start)
-						seen = true
+						saw = true
+						seen <- struct{}{}
 					}
 				}
 				last += time.Since(start)
 				resp.Body.Close()
-				if !seen {
+				if !saw {
 					b.Fatal("no content")
 				}
 			}
