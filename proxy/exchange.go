@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/repair"
 )
 
 // outcome is what toolguard did with a response, as the client is told in
@@ -31,15 +32,12 @@ const (
 // exchange is one inspected chat completion: the client's request, the
 // upstream attempts made for it and what became of its tool calls.
 type exchange struct {
-	h         *Handler
-	ctx       context.Context // the client's request context
-	body      []byte          // the request body as the client sent it
-	tools     *toolset
-	mode      policy.Mode
-	maxReasks int
-	onFailure policy.OnFailure
-	pol       requestPolicy // per-tool settings, narrowed by the request's headers
-	start     time.Time
+	h     *Handler
+	ctx   context.Context // the client's request context
+	body  []byte          // the request body as the client sent it
+	tools *toolset
+	pol   requestPolicy // per-tool settings, narrowed by the request's headers
+	start time.Time
 
 	// What happened, for headers and logs.
 	outcome        outcome
@@ -74,6 +72,12 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	mode := global.Mode
 	var tools *toolset
 	if mode != policy.ModeOff && gjson.ValidBytes(body) {
+		if mode.Repairs() {
+			var edits []repair.Edit
+			if body, edits = mendHistory(body); len(edits) > 0 {
+				h.log.Info("mended tool calls in the request's history", "edits", editSummary(edits))
+			}
+		}
 		tools = declaredTools(body)
 	}
 	if tools == nil {
@@ -81,15 +85,12 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ex := &exchange{
-		h:         h,
-		ctx:       r.Context(),
-		body:      body,
-		tools:     tools,
-		mode:      mode,
-		maxReasks: global.MaxReasks,
-		onFailure: global.OnFailure,
-		pol:       pol,
-		start:     time.Now(),
+		h:     h,
+		ctx:   r.Context(),
+		body:  body,
+		tools: tools,
+		pol:   pol,
+		start: time.Now(),
 	}
 	h.proxy(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)), body)
 	ex.logResult(r)

@@ -321,3 +321,19 @@ func TestStreamClientDisconnectCancelsUpstream(t *testing.T) {
 	resp.Body.Close()
 	<-cancelled
 }
+
+// TestStreamHonoursToolPolicies checks that a tool's own re-ask budget and
+// failure behaviour apply to streamed calls as to the others.
+func TestStreamHonoursToolPolicies(t *testing.T) {
+	up := newUpstream(t, sseReply(chunk(textDelta(0, "ok"))+streamCall(0, 0, "call_1", `{}`)+chunk(finish(0, "tool_calls"))+done))
+	srv, _ := guard(t, up, func(c *policy.Config) {
+		if err := c.ToolPolicies.UnmarshalText([]byte("click:max_reasks=0,on_failure=drop")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
+	got := assemble(t, body)
+	if len(up.requests()) != 1 || len(got.Calls) != 0 || got.Finish[0] != "stop" || got.Comment != ": toolguard outcome=failed reasks=0" || !got.Done {
+		t.Errorf("requests %d, got %+v", len(up.requests()), got)
+	}
+}

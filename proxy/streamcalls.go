@@ -156,7 +156,7 @@ func (r *streamReader) settle(sc *streamChoice) {
 		content = jsonString(string(sc.content))
 	}
 	ch := &choice{pos: int(sc.index), legacy: sc.legacy, calls: calls, lastContent: content, lastCalls: calls}
-	for ch.invalid() && ex.mode.Reasks() && ex.reasks < ex.maxReasks {
+	for ch.invalid() && ex.reasks < ex.reaskBudget(ch) {
 		if err := ex.ctx.Err(); err != nil {
 			r.done, r.err = true, err
 			return
@@ -176,7 +176,7 @@ func (r *streamReader) settle(sc *streamChoice) {
 	passthrough := false
 	if ch.invalid() {
 		r.failed = true
-		switch ex.onFailure {
+		switch ex.failurePolicy([]*choice{ch}) {
 		case policy.FailPassthrough:
 			passthrough = true
 		case policy.FailDrop:

@@ -1,0 +1,62 @@
+package proxy_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/policy"
+)
+
+// TestHistoryIsMended checks that the malformed tool calls of assistant
+// messages in the request are mended (syntax only) before the request goes
+// upstream, and that a history that needs nothing is sent byte for byte.
+func TestHistoryIsMended(t *testing.T) {
+	history := `{"model":"m","tools":` + clickTools + `,"messages":[` +
+		`{"role":"user","content":"go"},` +
+		`{"role":"assistant","content":null,"tool_calls":[` +
+		`{"id":"c1","type":"function","function":{"name":"click","arguments":"{\"selector\": \"#a\""}},` +
+		`{"id":"c2","type":"function","function":{"name":"click","arguments":{"selector":"#b"}}},` +
+		`{"id":"c3","type":"function","function":{"name":"click","arguments":"{\"selector\":\"#c\"}"}},` +
+		`{"id":"c4","type":"function","function":{"name":"click","arguments":"not json at all, just words"}}]},` +
+		`{"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"tool","tool_call_id":"c2","content":"ok"},` +
+		`{"role":"tool","tool_call_id":"c3","content":"ok"},{"role":"tool","tool_call_id":"c4","content":"ok"}]}`
+	for _, tc := range []struct {
+		mode policy.Mode
+		want []string
+	}{
+		{policy.ModeRepair, []string{`{"selector":"#a"}`, `{"selector":"#b"}`, `{"selector":"#c"}`, `not json at all, just words`}},
+		{policy.ModeReask, []string{`{"selector": "#a"`, `{"selector":"#b"}`, `{"selector":"#c"}`, `not json at all, just words`}},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			up := newUpstream(t, reply{Body: toolReply(`{"total_tokens":1}`, clickCall("call_9", `"{\"selector\":\"#d\"}"`))})
+			srv, _ := guard(t, up, func(c *policy.Config) { c.Mode = tc.mode })
+			post(t, srv, "/v1/chat/completions", history)
+			sent := up.requests()[0].Body
+			var got []string
+			for _, c := range gjson.GetBytes(sent, "messages.1.tool_calls").Array() {
+				a := c.Get("function.arguments")
+				if a.Type == gjson.String {
+					got = append(got, a.Str)
+				} else {
+					got = append(got, a.Raw)
+				}
+			}
+			if diff := cmp.Diff(got, tc.want); diff != "" {
+				t.Errorf("arguments sent upstream (-got +want):\n%s", diff)
+			}
+			if gjson.GetBytes(sent, "messages.2").Raw != gjson.Get(history, "messages.2").Raw {
+				t.Errorf("other messages changed")
+			}
+		})
+	}
+	t.Run("clean-history-byte-identical", func(t *testing.T) {
+		clean := `{"model":"m","tools":` + clickTools + `,"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c3","type":"function","function":{"name":"click","arguments":"{\"selector\":\"#c\"}"}}]},{"role":"tool","tool_call_id":"c3","content":"ok"}]}`
+		up := newUpstream(t, reply{Body: `{"choices":[]}`})
+		srv, _ := guard(t, up, nil)
+		post(t, srv, "/v1/chat/completions", clean)
+		if got := string(up.requests()[0].Body); got != clean {
+			t.Errorf("clean request changed:\n%s", got)
+		}
+	})
+}
