@@ -1,0 +1,76 @@
+// Command bareproxy is the yardstick of the load comparison: Go's
+// httputil.ReverseProxy in front of the upstream, doing nothing else, with
+// the transport tuned as toolguard's is (the default of 2 idle connections
+// per host makes a busy proxy open and close a connection for most
+// requests).
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/toolguard/toolguard/loadtest/internal/loopback"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bareproxy:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bareproxy", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:9001", "where to listen (a loopback address)")
+	upstream := fs.String("upstream", "http://127.0.0.1:9000", "the upstream's base URL")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	target, err := url.Parse(*upstream)
+	if err != nil {
+		return err
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 512,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	rp.ErrorLog = log.New(os.Stderr, "bareproxy: ", 0)
+	return loopback.Serve(ctx, *addr, buffered(rp))
+}
+
+// buffered reads the request body before the proxy sends it on, as toolguard
+// does: with the body streamed through, streamed responses get cut short
+// under sequential keep-alive requests ("ReverseProxy read error during body
+// copy: use of closed network connection", the family of golang/go#40747).
+func buffered(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, "could not read the request body", http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// The click tool of the problem reports: {"selector": string}, required.
+const clickTools = `[{"type":"function","function":{"name":"click","description":"Click an element",` +
+	`"parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}}]`
+
+// chatBody is a chat completion request declaring the click tool; the fake
+// upstream picks its reply by model (valid, repair, reask).
+func chatBody(model string, stream bool) string {
+	s := ""
+	if stream {
+		s = `,"stream":true`
+	}
+	return `{"model":"` + model + `","messages":[{"role":"user","content":"Click the login button."}],"tools":` + clickTools + s + `}`
+}
+
+// arm is one way of reaching the fake model.
+type arm struct {
+	name    string
+	target  string // which server: direct, bare, off, guard, portkey
+	model   string
+	stream  bool
+	outcome string // X-Toolguard-Outcome expected; "" for none
+	// base and bare name the arms this one is measured against: its
+	// direct path and its bare reverse proxy.
+	base, bare string
+}
+
+var allArms = []arm{
+	{name: "direct", target: "direct", model: "valid", base: "direct", bare: "reverseproxy"},
+	{name: "reverseproxy", target: "bare", model: "valid", base: "direct", bare: "reverseproxy"},
+	{name: "toolguard-off", target: "off", model: "valid", base: "direct", bare: "reverseproxy"},
+	{name: "toolguard-valid", target: "guard", model: "valid", outcome: "valid", base: "direct", bare: "reverseproxy"},
+	{name: "toolguard-repair", target: "guard", model: "repair", outcome: "repaired", base: "direct", bare: "reverseproxy"},
+	{name: "toolguard-reask", target: "guard", model: "reask", outcome: "reasked", base: "direct", bare: "reverseproxy"},
+	{name: "portkey", target: "portkey", model: "valid", base: "direct", bare: "reverseproxy"},
+	{name: "stream-direct", target: "direct", model: "valid", stream: true, base: "stream-direct", bare: "stream-reverseproxy"},
+	{name: "stream-reverseproxy", target: "bare", model: "valid", stream: true, base: "stream-direct", bare: "stream-reverseproxy"},
+	{name: "stream-toolguard", target: "guard", model: "valid", stream: true, base: "stream-direct", bare: "stream-reverseproxy"},
+}
+
+func (a arm) body() string { return chatBody(a.model, a.stream) }
+
+// headers are sent by every client of the arm: a key (Portkey forwards it),
+// and for Portkey the provider and the fake model's address.
+func (a arm) headers(upstreamBase string) map[string]string {
+	h := map[string]string{"Authorization": "Bearer sk-loadtest"}
+	if a.target == "portkey" {
+		h["x-portkey-provider"] = "openai"
+		h["x-portkey-custom-host"] = upstreamBase + "/v1"
+	}
+	return h
+}
+
+// check sends the arm's request once and verifies the answer is what the
+// arm claims to measure: 200, the expected toolguard outcome, a tool call
+// in the body (or in the stream).
+func check(ctx context.Context, a arm, url string, headers map[string]string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(a.body()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("arm %s: %w", a.name, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("arm %s: read: %w", a.name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("arm %s: status %d: %s", a.name, resp.StatusCode, tail(string(b), 500))
+	}
+	if got := resp.Header.Get("X-Toolguard-Outcome"); a.outcome != "" && got != a.outcome {
+		return fmt.Errorf("arm %s: X-Toolguard-Outcome %q, want %q", a.name, got, a.outcome)
+	}
+	if !strings.Contains(string(b), `"name":"click"`) && !strings.Contains(string(b), `"name": "click"`) {
+		return fmt.Errorf("arm %s: no click call in the answer: %s", a.name, tail(string(b), 500))
+	}
+	if a.stream && !strings.Contains(string(b), "data: [DONE]") {
+		return fmt.Errorf("arm %s: the stream does not end with [DONE]", a.name)
+	}
+	return nil
+}
+
+// streamProbe sends the arm's streaming request n times, one at a time, for
+// at most d, and returns the median time to the first content event and to
+// the last byte.
+func streamProbe(ctx context.Context, url string, body string, headers map[string]string, n int, d time.Duration) (first, last time.Duration, err error) {
+	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2, DisableCompression: true}}
+	defer c.CloseIdleConnections()
+	deadline := time.Now().Add(d)
+	var firsts, lasts []time.Duration
+	for i := 0; i < n && time.Now().Before(deadline); i++ {
+		f, l, err := streamOnce(ctx, c, url, body, headers)
+		if err != nil {
+			return 0, 0, err
+		}
+		firsts, lasts = append(firsts, f), append(lasts, l)
+	}
+	return median(firsts), median(lasts), nil
+}
+
+func streamOnce(ctx context.Context, c *http.Client, url, body string, headers map[string]string) (first, last time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	start := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadSlice('\n')
+		if first == 0 && strings.Contains(string(line), `"content":"word`) {
+			first = time.Since(start)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return 0, 0, err
+		}
+	}
+	if first == 0 {
+		return 0, 0, fmt.Errorf("no content event from %s", url)
+	}
+	return first, time.Since(start), nil
+}
