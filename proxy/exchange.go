@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -103,12 +104,12 @@ func (ex *exchange) inspect(resp *http.Response) error {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil
 	}
+	// A successful reply is judged by its body, not its label: a stream or a
+	// completion served as text/plain must be checked all the same, or its
+	// calls would reach the client unchecked.
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt == "text/event-stream" {
+	if mt == "text/event-stream" || (mt != "application/json" && looksLikeSSE(resp)) {
 		ex.stream(resp)
-		return nil
-	}
-	if mt != "application/json" {
 		return nil
 	}
 	raw, err := readLimited(resp.Body, ex.h.cfg.MaxResponseBytes)
@@ -117,9 +118,8 @@ func (ex *exchange) inspect(resp *http.Response) error {
 		return ex.readFailure(err)
 	}
 	if !gjson.ValidBytes(raw) {
-		// Not ours to judge: the client gets what the upstream said.
-		setBody(resp, raw)
-		return nil
+		return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_invalid_json",
+			Msg: "the upstream answered the chat completion with a body that is not JSON, so its tool calls cannot be checked"}
 	}
 	status, body, err := ex.run(raw, resp.Request)
 	if err != nil {
@@ -163,6 +163,18 @@ func (ex *exchange) readFailure(err error) error {
 	}
 	return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_response_unreadable",
 		Msg: "the upstream's response could not be read in full (over TOOLGUARD_MAX_RESPONSE_BYTES, or cut short)", Err: err}
+}
+
+// looksLikeSSE peeks at the start of a body whose media type says neither
+// JSON nor SSE, and keeps what it read for the next reader.
+func looksLikeSSE(resp *http.Response) bool {
+	br := bufio.NewReader(resp.Body)
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, resp.Body}
+	start, _ := br.Peek(5)
+	return bytes.HasPrefix(start, []byte("data:")) || bytes.HasPrefix(start, []byte(":"))
 }
 
 // readLimited reads all of r, failing past limit bytes.

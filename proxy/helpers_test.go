@@ -99,6 +99,7 @@ func guard(t *testing.T, up *fakeUpstream, change func(*policy.Config)) (*httpte
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
+	t.Cleanup(h.CloseIdleConnections)
 	t.Cleanup(srv.Close)
 	return srv, logs
 }

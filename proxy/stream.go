@@ -122,7 +122,10 @@ func (r *streamReader) handle(ev []byte) {
 		return
 	}
 	if !gjson.ValidBytes(data) {
-		r.out.Write(ev)
+		// A broken event could hold part of a tool call: what follows
+		// cannot be trusted to assemble into what the model sent.
+		r.fail(&apiError{Type: "upstream_error", Code: "upstream_invalid_event",
+			Msg: "the upstream sent a stream event that is not JSON"}, nil)
 		return
 	}
 	choices := gjson.GetBytes(data, "choices")

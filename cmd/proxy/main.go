@@ -98,6 +98,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
+	h.CloseIdleConnections()
 	logger.Info("stopped")
 	return nil
 }
