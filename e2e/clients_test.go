@@ -31,6 +31,7 @@ type client struct {
 var clients = []client{
 	{name: "openai-go", run: runOpenAIGo},
 	nodeClient("openai-node", "openai.mjs"),
+	nodeClient("langchain", "langchain.mjs"),
 }
 
 var modes = []struct {
