@@ -72,6 +72,12 @@ func (c *call) forHistory() string {
 // checkCall runs the ladder's local steps (validate, and repair if the mode
 // allows) on one call object.
 func (ex *exchange) checkCall(raw gjson.Result, legacy bool, attempt int) *call {
+	return ex.check(raw, legacy, attempt, true)
+}
+
+// check is checkCall; with mend false it only validates, which is all a
+// stream needs to know whether a call may go out early.
+func (ex *exchange) check(raw gjson.Result, legacy bool, attempt int, mend bool) *call {
 	fn := raw.Get("function")
 	if legacy {
 		fn = raw
@@ -91,7 +97,7 @@ func (ex *exchange) checkCall(raw gjson.Result, legacy bool, attempt int) *call 
 	global := ex.pol.rules("")
 	c.tool = ex.tools.byName[c.name]
 	var nameEdit *repair.Edit
-	if c.tool == nil && global.Mode.Repairs() && global.SchemaRepair {
+	if c.tool == nil && mend && global.Mode.Repairs() && global.SchemaRepair {
 		if mapped, ok := repair.ToolName(c.name, ex.tools.names); ok {
 			c.tool = ex.tools.byName[mapped]
 			nameEdit = &repair.Edit{Kind: repair.KindToolName, Path: "", Before: c.name, After: mapped}
@@ -110,8 +116,8 @@ func (ex *exchange) checkCall(raw gjson.Result, legacy bool, attempt int) *call 
 	}
 	s := ex.tools.schema(ex.h.schemas, c.tool)
 	res := repair.Arguments([]byte(c.rawArgs), s, repair.Options{
-		Syntax:       rules.Mode.Repairs(),
-		SchemaGuided: rules.Mode.Repairs() && rules.SchemaRepair,
+		Syntax:       mend && rules.Mode.Repairs(),
+		SchemaGuided: mend && rules.Mode.Repairs() && rules.SchemaRepair,
 	})
 	c.args, c.edits, c.errs = res.Args, res.Edits, res.Errors
 	if nameEdit != nil {

@@ -37,10 +37,14 @@ func mendHistory(body []byte) ([]byte, []repair.Edit) {
 			edits = append(edits, e...)
 			fixes = append(fixes, fix{path, jsonString(string(mended))})
 		}
-		m.Get("tool_calls").ForEach(func(ci, c gjson.Result) bool {
-			check(prefix+"tool_calls."+strconv.Itoa(int(ci.Int()))+".function.arguments", c.Get("function.arguments"))
-			return true
-		})
+		if tcs := m.Get("tool_calls"); tcs.IsArray() {
+			tcs.ForEach(func(ci, c gjson.Result) bool {
+				if c.IsObject() {
+					check(prefix+"tool_calls."+strconv.Itoa(int(ci.Int()))+".function.arguments", c.Get("function.arguments"))
+				}
+				return true
+			})
+		}
 		if fc := m.Get("function_call"); fc.IsObject() {
 			check(prefix+"function_call.arguments", fc.Get("arguments"))
 		}

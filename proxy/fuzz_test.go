@@ -1,0 +1,235 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/internal/faulty"
+	"github.com/toolguard/toolguard/internal/recording"
+	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/validate"
+)
+
+// The fuzz targets feed untrusted bytes to each parser and check the
+// contract, not only the absence of panics: whatever reaches the client is
+// well-formed, and every tool call in a successful answer is valid.
+
+var clickSchema = func() *validate.Schema {
+	s, err := validate.Compile([]byte(`{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"],"additionalProperties":false}`))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// fuzzExchange is an exchange for a request declaring click, with no
+// re-asks, so nothing reaches the network.
+func fuzzExchange(t testing.TB, onFailure policy.OnFailure) *exchange {
+	cfg := policy.Default()
+	cfg.MaxReasks = 0
+	cfg.OnFailure = onFailure
+	cfg.MaxResponseBytes = 1 << 20
+	h, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"model":"m","messages":[],"stream":true,"tools":` + faulty.ClickTools + `}`)
+	r := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
+	pol, perr := h.requestPolicyOf(r)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	return &exchange{h: h, ctx: context.Background(), body: body, tools: declaredTools(body), pol: pol, start: time.Now()}
+}
+
+// validClick reports whether a call object names click with valid arguments.
+func validClick(c gjson.Result, legacy bool) bool {
+	fn := c.Get("function")
+	if legacy {
+		fn = c
+	}
+	if fn.Get("name").String() != "click" || fn.Get("arguments").Type != gjson.String {
+		return false
+	}
+	_, errs := clickSchema.ValidateJSON([]byte(fn.Get("arguments").Str))
+	return errs == nil
+}
+
+func seedRecordings(f *testing.F, add func(string)) {
+	for _, name := range []string{"chat-tools", "chat-parallel-tools", "chat-streaming", "chat-streaming-detailed-usage", "chat-basic"} {
+		in, err := recording.Load("../testdata/openai-recordings", name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		add(in[0].Response.Body)
+	}
+	for _, kind := range []string{"valid", "repairable", "never", "text"} {
+		add(faulty.Completion(map[string]string{"valid": `{"selector":"#a"}`, "repairable": `{"element": "x"}`, "never": `{}`, "text": ""}[kind]))
+		add(strings.Join(faulty.Stream(`{"selector": "#a"`), ""))
+	}
+}
+
+func FuzzSSESplitter(f *testing.F) {
+	seedRecordings(f, func(s string) { f.Add([]byte(s), uint8(7)) })
+	f.Add([]byte("data: a\r\n\r\ndata: b\n\n: c\n\n"), uint8(1))
+	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
+		var s sseSplitter
+		var got []byte
+		n := int(step) + 1
+		for i := 0; i < len(in); i += n {
+			s.feed(in[i:min(i+n, len(in))])
+			for {
+				ev, ok := s.next()
+				if !ok {
+					break
+				}
+				eventData(ev)
+				got = append(got, ev...)
+			}
+		}
+		got = append(got, s.rest()...)
+		if !bytes.Equal(got, in) {
+			t.Fatalf("events do not reassemble to the input")
+		}
+	})
+}
+
+// chunkedReader returns its input in pieces of the given size.
+type chunkedReader struct {
+	b []byte
+	n int
+}
+
+func (c *chunkedReader) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p, c.b[:min(c.n, len(c.b))])
+	c.b = c.b[k:]
+	return k, nil
+}
+
+func FuzzStream(f *testing.F) {
+	seedRecordings(f, func(s string) { f.Add([]byte(s), uint8(13)) })
+	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
+		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
+			ex := fuzzExchange(t, onFailure)
+			r := &streamReader{ex: ex, up: io.NopCloser(&chunkedReader{in, int(step) + 1}), outreq: httptest.NewRequest("POST", "/", nil),
+				scratch: make([]byte, 512), choices: map[int64]*streamChoice{}}
+			out, err := io.ReadAll(io.LimitReader(r, 64<<20))
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			checkStreamOut(t, out)
+		}
+	})
+}
+
+// checkStreamOut checks what a client would assemble from a stream: every
+// data event is JSON or [DONE], and unless the stream ends in an error event,
+// every tool call released is a valid click call.
+func checkStreamOut(t *testing.T, out []byte) {
+	type acc struct{ name, args string }
+	calls := map[string]*acc{}
+	failed := false
+	for _, line := range strings.Split(string(out), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		if !gjson.Valid(data) {
+			t.Fatalf("data event is not JSON: %q", data)
+		}
+		if gjson.Get(data, "error").Exists() {
+			failed = true
+			continue
+		}
+		gjson.Get(data, "choices").ForEach(func(_, c gjson.Result) bool {
+			c.Get("delta.tool_calls").ForEach(func(_, d gjson.Result) bool {
+				k := c.Get("index").String() + "/" + d.Get("index").String()
+				if calls[k] == nil {
+					calls[k] = &acc{}
+				}
+				calls[k].name += d.Get("function.name").String()
+				calls[k].args += d.Get("function.arguments").String()
+				return true
+			})
+			return true
+		})
+	}
+	if failed {
+		return
+	}
+	for k, c := range calls {
+		obj := `{"function":{"name":` + jsonString(c.name) + `,"arguments":` + jsonString(c.args) + `}}`
+		if !validClick(gjson.Parse(obj), false) {
+			t.Fatalf("call %s released invalid: %s(%s)", k, c.name, c.args)
+		}
+	}
+}
+
+func FuzzResponse(f *testing.F) {
+	seedRecordings(f, func(s string) { f.Add([]byte(s)) })
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !gjson.ValidBytes(in) {
+			return // inspect answers 502 before the ladder sees it
+		}
+		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
+			ex := fuzzExchange(t, onFailure)
+			status, out, err := ex.run(in, httptest.NewRequest("POST", "/", nil))
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if !gjson.ValidBytes(out) {
+				t.Fatalf("output is not JSON: %s", out)
+			}
+			if status != 0 {
+				if gjson.GetBytes(out, "error.code").String() != "tool_call_invalid" {
+					t.Fatalf("status %d without the error shape: %s", status, out)
+				}
+				continue
+			}
+			gjson.GetBytes(out, "choices").ForEach(func(_, c gjson.Result) bool {
+				msg := c.Get("message")
+				calls := msg.Get("tool_calls")
+				if calls.IsArray() && len(calls.Array()) > 0 {
+					calls.ForEach(func(_, tc gjson.Result) bool {
+						if typ := tc.Get("type"); (!typ.Exists() || typ.String() == "function") && !validClick(tc, false) {
+							t.Fatalf("invalid call reached the client: %s", tc.Raw)
+						}
+						return true
+					})
+				} else if fc := msg.Get("function_call"); fc.IsObject() && !validClick(fc, true) {
+					t.Fatalf("invalid function_call reached the client: %s", fc.Raw)
+				}
+				return true
+			})
+		}
+	})
+}
+
+func FuzzRequest(f *testing.F) {
+	seedRecordings(f, func(string) {})
+	f.Add([]byte(`{"model":"m","tools":` + faulty.ClickTools + `,"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"click","arguments":"{\"selector\": \"#a\""}},{"function":{"arguments":{"a":1}}}]},{"role":"assistant","function_call":{"name":"click","arguments":"` + "```" + `json\n{}` + "```" + `"}}]}`))
+	f.Add([]byte(`{"functions":[{"name":"f"}],"messages":[]}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		declaredTools(in)
+		if !gjson.ValidBytes(in) {
+			return // forwarded as it is
+		}
+		once, _ := mendHistory(in)
+		if !gjson.ValidBytes(once) {
+			t.Fatalf("mended request is not JSON: %s", once)
+		}
+		twice, edits := mendHistory(once)
+		if !bytes.Equal(once, twice) || len(edits) != 0 {
+			t.Fatalf("mending twice changed the request again: %v", edits)
+		}
+	})
+}
