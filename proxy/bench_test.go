@@ -53,7 +53,25 @@ func BenchmarkChatCompletion(b *testing.B) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, benchReply)
 	})
+	benchPost(b, arms, clickRequest(""))
+}
+
+// BenchmarkChatCompletionLongHistory is BenchmarkChatCompletion with the
+// request an agent sends after a few dozen turns: about 40 KB of history.
+func BenchmarkChatCompletionLongHistory(b *testing.B) {
+	arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, benchReply)
+	})
+	turn := `{"role":"user","content":"` + strings.Repeat("Click the next button on the page. ", 28) + `"},`
 	req := clickRequest("")
+	req = strings.Replace(req, `"messages":[`, `"messages":[`+strings.Repeat(turn, 40), 1)
+	benchPost(b, arms, req)
+}
+
+// benchPost posts req to each arm; every answer must be benchReply.
+func benchPost(b *testing.B, arms map[string]string, req string) {
 	for _, arm := range []string{"direct", "reverseproxy", "toolguard"} {
 		b.Run(arm, func(b *testing.B) {
 			b.ReportAllocs()
