@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"reflect"
 	"strings"
 	"time"
@@ -81,6 +80,18 @@ type Config struct {
 	AllowClientOff             bool         `env:"TOOLGUARD_ALLOW_CLIENT_OFF" envDefault:"false"`
 
 	MaxConcurrentUpstream int `env:"TOOLGUARD_MAX_CONCURRENT_UPSTREAM" envDefault:"256"`
+
+	// FallbackModel, FallbackUpstreamURL and FallbackUpstreamAPIKey make the
+	// last re-ask go to a stronger model, on another endpoint if a URL is
+	// set. Each of the model and the URL may be set alone.
+	FallbackModel          string `env:"TOOLGUARD_FALLBACK_MODEL"`
+	FallbackUpstreamURL    string `env:"TOOLGUARD_FALLBACK_UPSTREAM_URL"`
+	FallbackUpstreamAPIKey string `env:"TOOLGUARD_FALLBACK_UPSTREAM_API_KEY"`
+
+	// BreakerFailures consecutive upstream failures open the circuit breaker
+	// for BreakerCooldown; 0 disables it.
+	BreakerFailures int           `env:"TOOLGUARD_BREAKER_FAILURES" envDefault:"5"`
+	BreakerCooldown time.Duration `env:"TOOLGUARD_BREAKER_COOLDOWN" envDefault:"30s"`
 
 	UpstreamConnectTimeout time.Duration `env:"TOOLGUARD_UPSTREAM_CONNECT_TIMEOUT" envDefault:"10s"`
 	UpstreamHeaderTimeout  time.Duration `env:"TOOLGUARD_UPSTREAM_HEADER_TIMEOUT" envDefault:"5m"`
@@ -207,7 +218,7 @@ func (c Config) problems() []problem {
 	if c.ListenAddr == "" {
 		bad("TOOLGUARD_LISTEN_ADDR", "must not be empty (host:port, for example :8080)")
 	}
-	if u, err := url.Parse(c.UpstreamURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+	if !baseURL(c.UpstreamURL) {
 		bad("TOOLGUARD_UPSTREAM_URL", "%q is not an absolute http(s) URL without query or fragment (for example https://api.openai.com/v1)", c.UpstreamURL)
 	}
 	if !c.Mode.Valid() {
@@ -250,6 +261,7 @@ func (c Config) problems() []problem {
 			bad("TOOLGUARD_API_KEYS", "key %d is empty or holds white space", i+1)
 		}
 	}
+	errs = append(errs, c.resilienceProblems()...)
 	for _, p := range c.ToolPolicies.problems() {
 		bad("TOOLGUARD_TOOL_POLICIES", "%s", p)
 	}

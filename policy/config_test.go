@@ -22,6 +22,8 @@ func TestDefaults(t *testing.T) {
 		OnFailure:              policy.FailError,
 		SchemaRepair:           true,
 		MaxConcurrentUpstream:  256,
+		BreakerFailures:        5,
+		BreakerCooldown:        30 * time.Second,
 		UpstreamConnectTimeout: 10 * time.Second,
 		UpstreamHeaderTimeout:  5 * time.Minute,
 		UpstreamTimeout:        10 * time.Minute,

@@ -16,6 +16,10 @@ type ToolPolicy struct {
 	OnFailure       OnFailure
 	SchemaRepair    *bool
 	ForceToolChoice *bool
+	// FallbackModel names the model of this tool's last re-ask;
+	// Fallback false keeps its last re-ask off any fallback.
+	FallbackModel string
+	Fallback      *bool
 }
 
 // ToolPolicies maps tool names to their policies. Its text form, the value of
@@ -33,7 +37,7 @@ type ToolPolicies map[string]ToolPolicy
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,128}$`)
 
 // policyKeys lists the settings an entry may hold, for error messages.
-const policyKeys = "mode, max_reasks, on_failure, schema_repair, force_tool_choice"
+const policyKeys = "mode, max_reasks, on_failure, schema_repair, force_tool_choice, fallback, fallback_model"
 
 // UnmarshalText parses the TOOLGUARD_TOOL_POLICIES format. Its errors name
 // the entry and say what is wrong with it.
@@ -82,6 +86,9 @@ func parseToolPolicy(entry string, seen ToolPolicies) (ToolPolicy, string, error
 			return tp, name, err
 		}
 	}
+	if tp.FallbackModel != "" && tp.Fallback != nil && !*tp.Fallback {
+		return tp, name, fmt.Errorf("fallback=off and fallback_model contradict each other")
+	}
 	return tp, name, nil
 }
 
@@ -113,6 +120,8 @@ func (tp *ToolPolicy) set(k, v string) error {
 		} else {
 			tp.ForceToolChoice = &b
 		}
+	case "fallback", "fallback_model":
+		return tp.setFallback(k, v)
 	default:
 		return fmt.Errorf("unknown setting %q", k)
 	}
@@ -146,6 +155,7 @@ func (p ToolPolicies) MarshalText() ([]byte, error) {
 		if tp.ForceToolChoice != nil {
 			kv = append(kv, "force_tool_choice="+strconv.FormatBool(*tp.ForceToolChoice))
 		}
+		kv = append(kv, tp.fallbackText()...)
 		entries = append(entries, name+":"+strings.Join(kv, ","))
 	}
 	return []byte(strings.Join(entries, ";")), nil
@@ -179,6 +189,10 @@ type Rules struct {
 	OnFailure       OnFailure
 	SchemaRepair    bool
 	ForceToolChoice bool
+	// Fallback is whether the tool's last re-ask may go to the fallback, and
+	// FallbackModel the model it names there ("" keeps the request's).
+	Fallback      bool
+	FallbackModel string
 }
 
 // Reasks is how many re-asks a failing call of the tool allows.
@@ -198,11 +212,14 @@ func (c Config) Rules(tool string) Rules {
 		OnFailure:       c.OnFailure,
 		SchemaRepair:    c.SchemaRepair,
 		ForceToolChoice: c.ForceToolChoiceOnLastReask,
+		Fallback:        c.FallbackConfigured(),
+		FallbackModel:   c.FallbackModel,
 	}
 	tp, ok := c.ToolPolicies[tool]
 	if !ok || c.Mode == ModeOff {
 		return r
 	}
+	r.Fallback, r.FallbackModel = tp.fallback(r.Fallback, r.FallbackModel)
 	if tp.Mode != "" {
 		r.Mode = tp.Mode
 	}
