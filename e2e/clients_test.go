@@ -32,6 +32,7 @@ var clients = []client{
 	{name: "openai-go", run: runOpenAIGo},
 	nodeClient("openai-node", "openai.mjs"),
 	nodeClient("langchain", "langchain.mjs"),
+	nodeClient("ai-sdk", "ai-sdk.mjs"),
 }
 
 var modes = []struct {

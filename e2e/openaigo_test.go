@@ -69,10 +69,11 @@ func clickGo(arguments string, sc scenario) result {
 	if err := json.Unmarshal([]byte(arguments), &in); err != nil {
 		return result{Observed: "json.Unmarshal error: " + err.Error()}
 	}
-	var raw any
-	json.Unmarshal([]byte(arguments), &raw)
+	var got, want any
+	json.Unmarshal([]byte(arguments), &got)
+	json.Unmarshal([]byte(wantArgs), &want)
 	observed := fmt.Sprintf("tool got {Selector: %q}", in.Selector)
-	if want := map[string]any{"selector": "myCoolButton"}; !reflect.DeepEqual(raw, want) {
+	if !reflect.DeepEqual(got, want) {
 		return result{Observed: observed, Detail: fmt.Sprintf("arguments %s, want %s", arguments, wantArgs)}
 	}
 	if sc.wantError {

@@ -67,7 +67,8 @@ function errorMessage(err) {
 // (isSDKError), carry toolguard's message, and have no status a client
 // retries (toolguard answers 400).
 export function checkError(err, isSDKError) {
-  const name = err?.constructor?.name ?? typeof err;
+  // A stream may deliver the error as data, an object that is no Error.
+  const name = err instanceof Error ? err.constructor.name : 'error event';
   const status = err?.status ?? err?.statusCode;
   const message = errorMessage(err);
   const observed = `${name}${status === undefined ? '' : ' ' + status}: ${message}`;
