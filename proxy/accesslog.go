@@ -184,11 +184,14 @@ func errorLocations(c *call) string {
 // redact removes every secret toolguard knows of from a text bound for the
 // log: the configured keys and the token the request carried. Upstream error
 // bodies may echo a key ("Incorrect API key provided: ..."), and re-ask
-// failures quote them.
+// failures quote them. Without r, the text is for the client: its own token
+// is left alone.
 func (h *Handler) redact(s string, r *http.Request) string {
-	secrets := append([]string{h.cfg.UpstreamAPIKey}, h.cfg.APIKeys...)
-	if tok, ok := bearer(r.Header.Get("Authorization")); ok {
-		secrets = append(secrets, tok)
+	secrets := append([]string{h.cfg.UpstreamAPIKey, h.cfg.FallbackUpstreamAPIKey}, h.cfg.APIKeys...)
+	if r != nil {
+		if tok, ok := bearer(r.Header.Get("Authorization")); ok {
+			secrets = append(secrets, tok)
+		}
 	}
 	for _, k := range secrets {
 		if len(k) >= 4 {

@@ -47,6 +47,7 @@ type exchange struct {
 	failure        *apiError // set when the upstream could not be reached
 	calls          []*call   // every call checked, in every attempt
 	gaveUp         string    // why re-asking stopped short, if it did
+	fb             fallbackUse
 }
 
 type exchangeKey struct{}

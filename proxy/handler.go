@@ -44,6 +44,7 @@ type Handler struct {
 	metrics  *metrics
 	keys     keyring
 	slots    slots
+	fallback *fallback
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -79,6 +80,7 @@ func New(o Options) (*Handler, error) {
 		h.log.Warn("tool schema does not compile; its calls pass unvalidated",
 			"error", err.Error(), "schema", clipString(string(raw), 512))
 	}
+	h.initResilience()
 	h.rp = &httputil.ReverseProxy{
 		Rewrite:        h.rewrite,
 		Transport:      h.rt,

@@ -243,7 +243,9 @@ func (ex *exchange) failureError(choices []*choice) *apiError {
 	msg := fmt.Sprintf("toolguard: %d tool call(s) could not be made valid after %d re-ask(s): %s",
 		len(details), ex.reasks, strings.Join(names, "; "))
 	if ex.gaveUp != "" {
-		msg += " (re-asking stopped: " + ex.gaveUp + ")"
+		// The reason may quote an upstream's error body, which may echo a
+		// configured key (the fallback's is not the client's to see).
+		msg += " (re-asking stopped: " + ex.h.redact(ex.gaveUp, nil) + ")"
 	}
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_tool_call", Code: "tool_call_invalid", Msg: msg, Details: details,
 		Header: http.Header{"X-Should-Retry": {"false"}}}

@@ -124,6 +124,13 @@ func TestMetricsAfterScriptedTraffic(t *testing.T) {
 		"toolguard_schema_cache_misses_total":   2,
 		"toolguard_schema_cache_schemas":        2,
 		"toolguard_schema_compile_errors_total": 1,
+
+		// The breaker is on by default and stayed closed.
+		"toolguard_breaker_state{upstream=primary}":                          0,
+		"toolguard_breaker_rejections_total{upstream=primary}":               0,
+		"toolguard_breaker_transitions_total{to=closed,upstream=primary}":    0,
+		"toolguard_breaker_transitions_total{to=half-open,upstream=primary}": 0,
+		"toolguard_breaker_transitions_total{to=open,upstream=primary}":      0,
 	}
 	if diff := cmp.Diff(got, want); diff != "" {
 		t.Errorf("metrics (-got +want):\n%s", diff)

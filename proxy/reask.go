@@ -37,7 +37,8 @@ func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
 		body = patch(body, "n", "1")
 	}
 	body = ex.forceToolChoice(body, ch)
-	status, reply, err := ex.send(outreq, body)
+	rt, outreq, body := ex.fallback(outreq, body, ch)
+	status, reply, err := ex.send(rt, outreq, body)
 	if err != nil {
 		return nil, fmt.Errorf("re-ask %d: %w", attempt, err)
 	}
@@ -47,6 +48,7 @@ func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
 	if !gjson.ValidBytes(reply) {
 		return nil, fmt.Errorf("re-ask %d: the upstream's reply is not JSON", attempt)
 	}
+	ex.noteReply(attempt, reply)
 	ch.history = msgs
 	msg := gjson.GetBytes(reply, "choices.0.message")
 	calls, _ := ex.callsOf(msg, attempt)
@@ -150,9 +152,9 @@ func feedbackText(c *call) string {
 	return b.String()
 }
 
-// send makes one re-ask upstream, as its own request with its own timeout,
-// cancelled at once if the client goes away.
-func (ex *exchange) send(outreq *http.Request, body []byte) (int, []byte, error) {
+// send makes one re-ask upstream through rt, as its own request with its own
+// timeout, cancelled at once if the client goes away.
+func (ex *exchange) send(rt http.RoundTripper, outreq *http.Request, body []byte) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ex.ctx, ex.h.cfg.UpstreamTimeout)
 	defer cancel()
 	req := outreq.Clone(ctx)
@@ -160,7 +162,7 @@ func (ex *exchange) send(outreq *http.Request, body []byte) (int, []byte, error)
 	req.ContentLength = int64(len(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	req.Header.Del("Content-Length")
-	resp, err := ex.h.rt.RoundTrip(req)
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -211,6 +211,6 @@ func (r *streamReader) release(sc *streamChoice, c *call) {
 		delta = `{"tool_calls":[{"index":` + strconv.Itoa(sc.released) + `,` + id + `"type":"function","function":` + fn + `}]}`
 	}
 	chunk := patch(r.template, "choices", `[{"index":`+strconv.FormatInt(sc.index, 10)+`,"delta":`+delta+`,"finish_reason":null}]`)
-	r.writeData(chunk)
+	r.writeData(r.ex.fallbackChunk(chunk, c))
 	sc.released++
 }
