@@ -110,6 +110,10 @@ func (ex *exchange) inspect(resp *http.Response) error {
 	// calls would reach the client unchecked.
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt == "text/event-stream" || (mt != "application/json" && looksLikeSSE(resp)) {
+		if mt != "text/event-stream" {
+			// Label it for what it is, so clients parse it as a stream.
+			resp.Header.Set("Content-Type", "text/event-stream")
+		}
 		ex.stream(resp)
 		return nil
 	}

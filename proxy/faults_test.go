@@ -79,6 +79,9 @@ func TestUpstreamFaults(t *testing.T) {
 					t.Errorf("outcome %q", resp.Header.Get("X-Toolguard-Outcome"))
 				}
 			default:
+				if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+					t.Errorf("stream served as %q", ct)
+				}
 				got := assemble(t, body)
 				if gjson.Get(got.Error, "code").String() != tc.code {
 					t.Errorf("error event %s, want code %q:\n%s", got.Error, tc.code, body)
