@@ -126,7 +126,7 @@ func (r *streamReader) releaseReady(sc *streamChoice, next int64) {
 		if idx == next {
 			return
 		}
-		c := r.ex.checkCall(gjson.Parse(p.object(sc.legacy)), sc.legacy, 0)
+		c := r.ex.check(gjson.Parse(p.object(sc.legacy)), sc.legacy, 0, false)
 		if !c.valid() || c.changed() {
 			return
 		}
