@@ -18,4 +18,8 @@
 //   - Every read is bounded: request bodies by TOOLGUARD_MAX_BODY_BYTES,
 //     inspected responses by TOOLGUARD_MAX_RESPONSE_BYTES.
 //   - The usage reported to the client is the sum over all upstream attempts.
+//   - Only the last re-ask goes to the fallback model or endpoint, and the
+//     upstream's key never goes to the fallback endpoint.
+//   - While a circuit breaker is open its upstream gets no request; clients
+//     get an OpenAI-shaped 503 with Retry-After at once.
 package proxy

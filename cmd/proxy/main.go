@@ -76,7 +76,9 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("toolguard listening", "addr", ln.Addr().String(), "upstream", redactedURL(cfg.UpstreamURL),
-		"mode", string(cfg.Mode), "max_reasks", cfg.MaxReasks, "on_failure", string(cfg.OnFailure))
+		"mode", string(cfg.Mode), "max_reasks", cfg.MaxReasks, "on_failure", string(cfg.OnFailure),
+		"fallback_model", cfg.FallbackModel, "fallback_upstream", redactedURL(cfg.FallbackUpstreamURL),
+		"breaker_failures", cfg.BreakerFailures, "breaker_cooldown", cfg.BreakerCooldown.String())
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
