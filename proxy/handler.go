@@ -86,6 +86,7 @@ func New(o Options) (*Handler, error) {
 		Transport:      h.rt,
 		ModifyResponse: h.modifyResponse,
 		ErrorHandler:   h.errorHandler,
+		BufferPool:     newBufferPool(),
 		// Copying errors reach ErrorLog; route them to the structured log.
 		ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
 	}
@@ -179,7 +180,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	if r.ContentLength > h.cfg.MaxBodyBytes {
 		return nil, tooLarge(h.cfg.MaxBodyBytes, nil)
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	b, err := readSized(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes), r.ContentLength, h.cfg.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -1,0 +1,74 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func TestReadSizedReadsWholeBodyWhateverItsDeclaredSize(t *testing.T) {
+	body := strings.Repeat("abcdefgh", 1000)
+	tests := []struct {
+		name string
+		size int64
+	}{
+		{"unknown", -1},
+		{"zero", 0},
+		{"exact", int64(len(body))},
+		{"declared-short", 10},
+		{"declared-long", int64(len(body)) * 3},
+		{"one-byte-reads", int64(len(body))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r io.Reader = strings.NewReader(body)
+			if tt.name == "one-byte-reads" {
+				r = iotest.OneByteReader(r)
+			}
+			got, err := readSized(r, tt.size, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != body {
+				t.Fatalf("read %d bytes, want %d", len(got), len(body))
+			}
+		})
+	}
+}
+
+func TestReadSizedCapsItsBufferAtMax(t *testing.T) {
+	got, err := readSized(strings.NewReader("short"), 1<<40, 64)
+	if err != nil || string(got) != "short" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if cap(got) > 65 {
+		t.Fatalf("buffer of %d bytes for a limit of 64", cap(got))
+	}
+}
+
+func TestReadSizedReturnsReadErrors(t *testing.T) {
+	boom := errors.New("boom")
+	_, err := readSized(io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom)), 10, 100)
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want %v", err, boom)
+	}
+}
+
+func TestBufferPoolLendsCopySizedBuffers(t *testing.T) {
+	bp := newBufferPool()
+	b := bp.Get()
+	if len(b) != copyBufferSize {
+		t.Fatalf("len %d, want %d", len(b), copyBufferSize)
+	}
+	copy(b, "x")
+	bp.Put(b[:10])
+	if b := bp.Get(); len(b) != copyBufferSize {
+		t.Fatalf("len %d after a short Put, want %d", len(b), copyBufferSize)
+	}
+	bp.Put(make([]byte, 10)) // a foreign buffer is dropped, not lent out
+	if b := bp.Get(); len(b) != copyBufferSize {
+		t.Fatalf("len %d after a foreign Put, want %d", len(b), copyBufferSize)
+	}
+}
