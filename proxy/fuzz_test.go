@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,17 +29,26 @@ var clickSchema = func() *validate.Schema {
 	return s
 }()
 
+// fuzzHandlers holds one handler per failure behaviour, built once: a
+// handler is costly to build (metrics registry, collectors) and reusable.
+var fuzzHandlers sync.Map
+
 // fuzzExchange is an exchange for a request declaring click, with no
 // re-asks, so nothing reaches the network.
 func fuzzExchange(t testing.TB, onFailure policy.OnFailure) *exchange {
-	cfg := policy.Default()
-	cfg.MaxReasks = 0
-	cfg.OnFailure = onFailure
-	cfg.MaxResponseBytes = 1 << 20
-	h, err := New(Options{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
+	hv, ok := fuzzHandlers.Load(onFailure)
+	if !ok {
+		cfg := policy.Default()
+		cfg.MaxReasks = 0
+		cfg.OnFailure = onFailure
+		cfg.MaxResponseBytes = 1 << 20
+		h, err := New(Options{Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hv, _ = fuzzHandlers.LoadOrStore(onFailure, h)
 	}
+	h := hv.(*Handler)
 	body := []byte(`{"model":"m","messages":[],"stream":true,"tools":` + faulty.ClickTools + `}`)
 	r := httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body))
 	pol, perr := h.requestPolicyOf(r)
@@ -138,8 +148,16 @@ func checkStreamOut(t *testing.T, out []byte) {
 	type acc struct{ name, args string }
 	calls := map[string]*acc{}
 	failed := false
-	for _, line := range strings.Split(string(out), "\n") {
-		data, ok := strings.CutPrefix(line, "data: ")
+	// Events as a client reads them: data lines joined, up to a blank line.
+	var split sseSplitter
+	split.feed(out)
+	for {
+		ev, more := split.next()
+		if !more {
+			break
+		}
+		raw, ok := eventData(ev)
+		data := string(raw)
 		if !ok || data == "[DONE]" {
 			continue
 		}
