@@ -241,7 +241,13 @@ func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error
 	if ae.Status == statusClientClosed {
 		return
 	}
-	h.log.Warn("upstream request failed", "method", r.Method, "path", r.URL.Path, "status", ae.Status, "error", ae.Error())
+	level := slog.LevelWarn
+	if ae.Code == "upstream_circuit_open" {
+		// The breaker logged when it opened; a line per refused request
+		// would flood the log for the whole outage.
+		level = slog.LevelDebug
+	}
+	h.log.Log(r.Context(), level, "upstream request failed", "method", r.Method, "path", r.URL.Path, "status", ae.Status, "error", ae.Error())
 	ae.write(w)
 }
 
