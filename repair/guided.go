@@ -30,12 +30,15 @@ type guider struct {
 }
 
 // guide runs rounds of schema-guided edits on v until it validates, no edit
-// applies, or maxRounds is reached. It reports whether the result
-// validates.
-func guide(v any, s *validate.Schema) (any, []Edit, bool) {
+// applies, or maxRounds is reached. errs are v's errors against s (not nil),
+// so the first round does not validate v again. It reports whether the
+// result validates.
+func guide(v any, errs []validate.Error, s *validate.Schema) (any, []Edit, bool) {
 	g := &guider{doc: s.Doc(), root: clone(v)}
-	for range maxRounds {
-		errs := s.Validate(g.root)
+	for i := range maxRounds {
+		if i > 0 {
+			errs = s.Validate(g.root)
+		}
 		if errs == nil {
 			return g.root, g.edits, true
 		}

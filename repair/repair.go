@@ -65,11 +65,18 @@ func Arguments(raw []byte, s *validate.Schema, opts Options) Result {
 		return Result{Args: text, Errors: errs}
 	}
 
-	v, sedits, err := mend(text)
-	if err != nil {
-		return Result{Args: text, Edits: edits, Errors: errs}
+	// Text that decoded to a value other than null or an encoded string is
+	// what the syntax step would decode again, unchanged: reuse the value and
+	// its errors instead of decoding and validating it a second time.
+	sedits, serrs := []Edit(nil), errs
+	if v == nil || isEncoded(v) {
+		var err error
+		if v, sedits, err = mend(text); err != nil {
+			return Result{Args: text, Edits: edits, Errors: errs}
+		}
+		edits = append(edits, sedits...)
+		serrs = nil
 	}
-	edits = append(edits, sedits...)
 	if v == nil {
 		// "" and null both say "no arguments": that is {} when the tool
 		// takes none, and a re-ask otherwise.
@@ -78,12 +85,13 @@ func Arguments(raw []byte, s *validate.Schema, opts Options) Result {
 		}
 		return Result{Args: text, Edits: edits, Errors: errs}
 	}
-	serrs := checkValue(v, s)
 	if serrs == nil {
-		return finish(v, edits)
+		if serrs = checkValue(v, s); serrs == nil {
+			return finish(v, edits)
+		}
 	}
 	if opts.SchemaGuided && s != nil {
-		if g, gedits, ok := guide(v, s); ok {
+		if g, gedits, ok := guide(v, serrs, s); ok {
 			return finish(g, append(edits, gedits...))
 		}
 	}
@@ -130,6 +138,13 @@ func Syntax(raw []byte) ([]byte, []Edit, error) {
 		return nil, nil, err
 	}
 	return out, edits, nil
+}
+
+// isEncoded reports whether a decoded value is a string that the syntax
+// step would decode once more (see encoded).
+func isEncoded(v any) bool {
+	str, isString := v.(string)
+	return isString && encoded(str)
 }
 
 // field extracts the arguments text from the raw function.arguments field.
