@@ -5,6 +5,13 @@ import (
 	"strings"
 )
 
+// The escapes of RFC 6901, built once: a Replacer builds its tables on first
+// use, which cost more than the replacing when made for every key.
+var (
+	unescapeToken = strings.NewReplacer("~1", "/", "~0", "~")
+	escapeToken   = strings.NewReplacer("~", "~0", "/", "~1")
+)
+
 // tokens splits a JSON pointer into its unescaped reference tokens.
 func tokens(ptr string) []string {
 	if ptr == "" {
@@ -13,7 +20,7 @@ func tokens(ptr string) []string {
 	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
 	for i, p := range parts {
 		if strings.Contains(p, "~") {
-			parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(p)
+			parts[i] = unescapeToken.Replace(p)
 		}
 	}
 	return parts
@@ -21,7 +28,7 @@ func tokens(ptr string) []string {
 
 // child returns the pointer of key inside the value at ptr.
 func child(ptr, key string) string {
-	return ptr + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+	return ptr + "/" + escapeToken.Replace(key)
 }
 
 // at returns the value at ptr inside v: the arguments, or the schema
