@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -109,22 +110,13 @@ func scriptedModel(w http.ResponseWriter, r *http.Request) {
 		`"usage":{"prompt_tokens":20,"completion_tokens":10,"total_tokens":30}}`, jsonQuote(args))
 }
 
+// jsonQuote renders s as a JSON string literal.
 func jsonQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"', '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case '\n':
-			b.WriteString(`\n`)
-		default:
-			b.WriteRune(r)
-		}
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err) // a string always marshals
 	}
-	b.WriteByte('"')
-	return b.String()
+	return string(b)
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }

@@ -13,6 +13,7 @@ package faulty
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -213,22 +214,13 @@ func Stream(args string) []string {
 	return out
 }
 
+// quote renders s as a JSON string literal.
 func quote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, c := range s {
-		switch c {
-		case '"', '\\':
-			b.WriteByte('\\')
-			b.WriteRune(c)
-		case '\n':
-			b.WriteString(`\n`)
-		default:
-			b.WriteRune(c)
-		}
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err) // a string always marshals
 	}
-	b.WriteByte('"')
-	return b.String()
+	return string(b)
 }
 
 // reset closes the connection with a TCP reset.
