@@ -240,6 +240,11 @@ func (ex *exchange) failureError(choices []*choice) *apiError {
 			names = append(names, fmt.Sprintf("%s (%s): %s", c.name, c.id, describeErrors(c)))
 		}
 	}
+	// The message names the first few calls; details has them all.
+	const named = 5
+	if len(names) > named {
+		names = append(names[:named], fmt.Sprintf("and %d more", len(names)-named))
+	}
 	msg := fmt.Sprintf("toolguard: %d tool call(s) could not be made valid after %d re-ask(s): %s",
 		len(details), ex.reasks, strings.Join(names, "; "))
 	if ex.gaveUp != "" {

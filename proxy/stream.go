@@ -39,6 +39,8 @@ type streamReader struct {
 	anyCalls bool
 	failed   bool
 	total    int64 // bytes of tool-call arguments and content held
+	// tooManyCalls is set when a choice starts more calls than are held.
+	tooManyCalls bool
 }
 
 var _ io.ReadCloser = (*streamReader)(nil)
@@ -163,6 +165,11 @@ func (r *streamReader) handle(ev []byte) {
 			}
 			return true
 		})
+		if r.choices[idx] == nil && len(r.choices) >= maxStreamChoices {
+			r.fail(&apiError{Type: "upstream_error", Code: "upstream_stream_too_large",
+				Msg: "the upstream's stream has more than " + strconv.Itoa(maxStreamChoices) + " choices"}, nil)
+			return false
+		}
 		sc := r.choice(idx)
 		delta.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
@@ -206,6 +213,11 @@ func (r *streamReader) handle(ev []byte) {
 		return true
 	})
 	if r.done {
+		return
+	}
+	if r.tooManyCalls {
+		r.fail(&apiError{Type: "upstream_error", Code: "upstream_stream_too_large",
+			Msg: "the upstream's stream has more than " + strconv.Itoa(maxStreamCalls) + " tool calls in one choice"}, nil)
 		return
 	}
 	if r.total > r.ex.h.cfg.MaxResponseBytes {

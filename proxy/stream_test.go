@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bufio"
+	"fmt"
 	"context"
 	"io"
 	"net"
@@ -335,5 +336,26 @@ func TestStreamHonoursToolPolicies(t *testing.T) {
 	got := assemble(t, body)
 	if len(up.requests()) != 1 || len(got.Calls) != 0 || got.Finish[0] != "stop" || got.Comment != ": toolguard outcome=failed reasks=0" || !got.Done {
 		t.Errorf("requests %d, got %+v", len(up.requests()), got)
+	}
+}
+
+// TestStreamStateIsBounded sends a stream that invents ever new choice and
+// call indices: the state held for it is capped, and the stream ends with an
+// error event instead of growing.
+func TestStreamStateIsBounded(t *testing.T) {
+	var choices, calls strings.Builder
+	for i := range 300 {
+		choices.WriteString(chunk(textDelta(i, "x")))
+		calls.WriteString(chunk(callStart(0, i, fmt.Sprint("call_", i), "click")))
+	}
+	for _, tc := range []struct{ name, stream string }{{"choices", choices.String() + done}, {"calls", calls.String() + done}} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, sseReply(tc.stream))
+			srv, _ := guard(t, up, nil)
+			_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
+			if got := assemble(t, body); gjson.Get(got.Error, "code").String() != "upstream_stream_too_large" || got.Done {
+				t.Errorf("error %s, done %v", got.Error, got.Done)
+			}
+		})
 	}
 }

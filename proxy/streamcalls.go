@@ -8,6 +8,13 @@ import (
 	"github.com/toolguard/toolguard/policy"
 )
 
+// What a stream may hold, whatever the upstream sends: OpenAI allows at most
+// 128 choices, and no model makes hundreds of parallel calls in one turn.
+const (
+	maxStreamChoices = 128
+	maxStreamCalls   = 256
+)
+
 // streamChoice is what a stream has said so far in one choice.
 type streamChoice struct {
 	index    int64
@@ -73,6 +80,10 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 	}
 	p := sc.partials[idx]
 	if p == nil {
+		if len(sc.partials) >= maxStreamCalls {
+			r.tooManyCalls = true
+			return
+		}
 		p = &partialCall{}
 		sc.partials[idx] = p
 		sc.order = append(sc.order, idx)
