@@ -2,8 +2,8 @@ package proxy_test
 
 import (
 	"bufio"
-	"fmt"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
