@@ -37,6 +37,50 @@ type metrics struct {
 
 	tools labelSet
 	kinds map[repair.Kind]bool
+
+	// The counters of label sets already seen, so that counting a request
+	// neither formats its status code nor hashes its labels under the
+	// vector's lock. Their keys are as bounded as the labels: routes are a
+	// fixed set, status codes three digits, tools at most maxToolLabels.
+	byOutcome map[outcome]prometheus.Counter // filled at start, read-only
+	byRoute   counterCache[routeCode]
+	byTool    counterCache[toolOutcome]
+	byKind    counterCache[string]
+}
+
+// counterCache holds the counters of the label sets seen so far. A series
+// appears when first counted, as it does with WithLabelValues.
+type counterCache[K comparable] struct {
+	mu sync.RWMutex
+	m  map[K]prometheus.Counter
+}
+
+// get returns k's counter, resolving it with resolve the first time.
+func (c *counterCache[K]) get(k K, resolve func() prometheus.Counter) prometheus.Counter {
+	c.mu.RLock()
+	ctr, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return ctr
+	}
+	ctr = resolve()
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[K]prometheus.Counter{}
+	}
+	c.m[k] = ctr
+	c.mu.Unlock()
+	return ctr
+}
+
+type routeCode struct {
+	route string
+	code  int
+}
+
+type toolOutcome struct {
+	tool    string
+	outcome outcome
 }
 
 func newMetrics(schemas *validate.Cache) *metrics {
@@ -80,6 +124,7 @@ func newMetrics(schemas *validate.Cache) *metrics {
 			Buckets: overheadBuckets,
 		}),
 	}
+	m.byOutcome = map[outcome]prometheus.Counter{}
 	for _, k := range repair.Kinds() {
 		m.kinds[k] = true
 	}
@@ -109,14 +154,16 @@ func newMetrics(schemas *validate.Cache) *metrics {
 	)
 	// Known series start at zero so that rates work from the first scrape.
 	for _, o := range []outcome{outcomeNone, outcomeValid, outcomeRepaired, outcomeReasked, outcomeFailed} {
-		m.completions.WithLabelValues(string(o))
+		m.byOutcome[o] = m.completions.WithLabelValues(string(o))
 	}
 	return m
 }
 
 // request counts one request served.
 func (m *metrics) request(route string, code int) {
-	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	m.byRoute.get(routeCode{route, code}, func() prometheus.Counter {
+		return m.requests.WithLabelValues(route, strconv.Itoa(code))
+	}).Inc()
 }
 
 // exchange records what became of an inspected chat completion's calls.
@@ -124,7 +171,11 @@ func (m *metrics) request(route string, code int) {
 // invalid after the last one.
 func (m *metrics) exchange(ex *exchange) {
 	if ex.outcome != "" {
-		m.completions.WithLabelValues(string(ex.outcome)).Inc()
+		c, ok := m.byOutcome[ex.outcome]
+		if !ok {
+			c = m.completions.WithLabelValues(string(ex.outcome))
+		}
+		c.Inc()
 	}
 	m.reasks.Add(float64(ex.reasks))
 	for _, c := range ex.calls {
@@ -144,7 +195,9 @@ func (m *metrics) exchange(ex *exchange) {
 		default:
 			o = outcomeValid
 		}
-		m.toolCalls.WithLabelValues(tool, string(o)).Inc()
+		m.byTool.get(toolOutcome{tool, o}, func() prometheus.Counter {
+			return m.toolCalls.WithLabelValues(tool, string(o))
+		}).Inc()
 		if !c.valid() {
 			continue
 		}
@@ -153,7 +206,9 @@ func (m *metrics) exchange(ex *exchange) {
 			if !m.kinds[e.Kind] {
 				kind = kindOther
 			}
-			m.repairs.WithLabelValues(kind).Inc()
+			m.byKind.get(kind, func() prometheus.Counter {
+				return m.repairs.WithLabelValues(kind)
+			}).Inc()
 		}
 	}
 }
