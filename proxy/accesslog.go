@@ -19,8 +19,13 @@ type requestInfo struct {
 	// from the transport's goroutines).
 	upstreamNanos  atomic.Int64
 	upstreamStatus atomic.Int64
-	// ex is the request's exchange, if it was an inspected chat completion.
+	// ex is the request's exchange, if it was an inspected chat completion,
+	// once it has a result (set by logResult).
 	ex *exchange
+	// inspected is the exchange while its request is with the reverse
+	// proxy: its hooks find it here, so the request needs no context (and
+	// no copy of itself) of its own for it.
+	inspected *exchange
 }
 
 type requestInfoKey struct{}
@@ -96,25 +101,38 @@ func (h *Handler) finish(rec *recorder, r *http.Request, info *requestInfo) {
 	h.metrics.request(route, status)
 	total := time.Since(info.start)
 	upstream := time.Duration(info.upstreamNanos.Load())
-	attrs := []slog.Attr{
+	ex := info.ex
+	if ex != nil && ex.outcome == "" {
+		ex = nil
+	}
+	var overhead time.Duration
+	if ex != nil {
+		h.metrics.exchange(ex)
+		overhead = max(total-upstream, 0)
+		h.metrics.overhead.Observe(overhead.Seconds())
+	}
+	level := slog.LevelInfo
+	if openPath(r.URL.Path) {
+		level = slog.LevelDebug
+	}
+	if !h.log.Enabled(r.Context(), level) {
+		// The line would be dropped: do not build it.
+		return
+	}
+	// Sized for every attribute below, so appending never grows it.
+	attrs := make([]slog.Attr, 0, 14)
+	attrs = append(attrs,
 		slog.String("method", r.Method),
 		slog.String("route", route),
 		slog.String("path", clipString(r.URL.Path, 256)),
 		slog.Int("status", status),
 		slog.Int64("bytes", rec.bytes),
 		slog.Float64("duration_ms", millis(total)),
-	}
+	)
 	if up := info.upstreamStatus.Load(); up != 0 {
 		attrs = append(attrs, slog.Int64("upstream_status", up), slog.Float64("upstream_ms", millis(upstream)))
 	}
-	level := slog.LevelInfo
-	if openPath(r.URL.Path) {
-		level = slog.LevelDebug
-	}
-	if ex := info.ex; ex != nil && ex.outcome != "" {
-		h.metrics.exchange(ex)
-		overhead := max(total-upstream, 0)
-		h.metrics.overhead.Observe(overhead.Seconds())
+	if ex != nil {
 		var repairs []string
 		for _, c := range ex.calls {
 			if c.valid() {

@@ -50,11 +50,13 @@ type exchange struct {
 	fb             fallbackUse
 }
 
-type exchangeKey struct{}
-
+// exchangeFrom returns the exchange that a request to the reverse proxy is
+// part of, or nil for a request passed through uninspected.
 func exchangeFrom(ctx context.Context) *exchange {
-	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
-	return ex
+	if info := requestInfoFrom(ctx); info != nil {
+		return info.inspected
+	}
+	return nil
 }
 
 // chatCompletions inspects a chat completion if the request declares function
@@ -94,7 +96,10 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		pol:   pol,
 		start: time.Now(),
 	}
-	h.proxy(w, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, ex)), body)
+	info := requestInfoFrom(r.Context())
+	info.inspected = ex
+	h.proxy(w, r, body)
+	info.inspected = nil
 	ex.logResult(r)
 }
 
@@ -117,7 +122,7 @@ func (ex *exchange) inspect(resp *http.Response) error {
 		ex.stream(resp)
 		return nil
 	}
-	raw, err := readLimited(resp.Body, ex.h.cfg.MaxResponseBytes)
+	raw, err := readLimited(resp.Body, resp.ContentLength, ex.h.cfg.MaxResponseBytes)
 	resp.Body.Close()
 	if err != nil {
 		return ex.readFailure(err)
@@ -142,9 +147,12 @@ func (ex *exchange) inspect(resp *http.Response) error {
 }
 
 func (ex *exchange) setHeaders(h http.Header) {
-	h.Set("X-Toolguard-Outcome", string(ex.outcome))
-	h.Set("X-Toolguard-Reasks", strconv.Itoa(ex.reasks))
-	h.Set("X-Toolguard-Repairs", strconv.Itoa(ex.repairs()))
+	// One backing array for the three values, where Set allocates one
+	// slice each. The keys are in canonical form, as Set would make them.
+	v := []string{string(ex.outcome), strconv.Itoa(ex.reasks), strconv.Itoa(ex.repairs())}
+	h["X-Toolguard-Outcome"] = v[0:1:1]
+	h["X-Toolguard-Reasks"] = v[1:2:2]
+	h["X-Toolguard-Repairs"] = v[2:3:3]
 }
 
 // repairs counts the edits made to the calls that reached the client.
@@ -182,9 +190,11 @@ func looksLikeSSE(resp *http.Response) bool {
 	return bytes.HasPrefix(start, []byte("data:")) || bytes.HasPrefix(start, []byte(":"))
 }
 
-// readLimited reads all of r, failing past limit bytes.
-func readLimited(r io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+// readLimited reads all of r, failing past limit bytes. size is the length
+// the upstream declared (-1 if unknown), a hint that sizes the buffer once
+// (see readSized).
+func readLimited(r io.Reader, size, limit int64) ([]byte, error) {
+	b, err := readSized(io.LimitReader(r, limit+1), size, limit+1)
 	if err != nil {
 		return nil, err
 	}

@@ -167,7 +167,7 @@ func (ex *exchange) send(rt http.RoundTripper, outreq *http.Request, body []byte
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	b, err := readLimited(resp.Body, ex.h.cfg.MaxResponseBytes)
+	b, err := readLimited(resp.Body, resp.ContentLength, ex.h.cfg.MaxResponseBytes)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -1,0 +1,57 @@
+package proxy
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/repair"
+)
+
+// BenchmarkFinish measures what every inspected chat completion pays after
+// its response: the metrics and the access-log line (JSON, as toolguard
+// logs by default, to a discarding writer), for a valid call and a repaired
+// one, and with the log at warn, where the line is not written.
+func BenchmarkFinish(b *testing.B) {
+	cases := []struct {
+		name  string
+		level slog.Level
+		edits int
+	}{
+		{"valid", slog.LevelInfo, 0},
+		{"repaired", slog.LevelInfo, 1},
+		{"valid-log-warn", slog.LevelWarn, 0},
+	}
+	for _, tt := range cases {
+		b.Run(tt.name, func(b *testing.B) {
+			cfg := policy.Default()
+			cfg.UpstreamURL = "http://127.0.0.1:1/v1"
+			log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: tt.level}))
+			h, err := New(Options{Config: cfg, Logger: log})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+			r.Pattern = "POST /v1/chat/completions"
+			c := &call{name: "click", tool: &tool{name: "click"}}
+			outcome := outcomeValid
+			if tt.edits > 0 {
+				c.edits = []repair.Edit{{Kind: repair.KindRenameKey, Path: "/element"}}
+				outcome = outcomeRepaired
+			}
+			ex := &exchange{h: h, outcome: outcome, calls: []*call{c}}
+			rec := &recorder{ResponseWriter: httptest.NewRecorder(), status: http.StatusOK, bytes: 470}
+			b.ReportAllocs()
+			for b.Loop() {
+				info := &requestInfo{start: time.Now(), ex: ex}
+				info.upstreamStatus.Store(http.StatusOK)
+				info.upstreamNanos.Store(int64(100 * time.Microsecond))
+				h.finish(rec, r, info)
+			}
+		})
+	}
+}
