@@ -113,7 +113,12 @@ func (ex *exchange) inspect(resp *http.Response) error {
 	// A successful reply is judged by its body, not its label: a stream or a
 	// completion served as text/plain must be checked all the same, or its
 	// calls would reach the client unchecked.
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mt := resp.Header.Get("Content-Type")
+	if mt != "application/json" {
+		// Parsing allocates a map of parameters; the plain label, the
+		// usual one, is already its own media type.
+		mt, _, _ = mime.ParseMediaType(mt)
+	}
 	if mt == "text/event-stream" || (mt != "application/json" && looksLikeSSE(resp)) {
 		if mt != "text/event-stream" {
 			// Label it for what it is, so clients parse it as a stream.
