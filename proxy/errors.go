@@ -66,6 +66,11 @@ func (e *apiError) write(w http.ResponseWriter) {
 // statusClientClosed is logged, never sent: the client is gone.
 const statusClientClosed = 499
 
+// errUpstreamTimeout is the cause of a request context whose
+// TOOLGUARD_UPSTREAM_TIMEOUT passed: it tells that expiry apart from a client
+// that went away, which cancels the same context.
+var errUpstreamTimeout = errors.New("TOOLGUARD_UPSTREAM_TIMEOUT passed")
+
 // upstreamError maps a failure to reach the upstream to what the client
 // sees: 504 when a timeout fired, 499 when the client left, 502 otherwise.
 func upstreamError(clientCtx context.Context, err error) *apiError {
@@ -73,11 +78,11 @@ func upstreamError(clientCtx context.Context, err error) *apiError {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	if clientCtx.Err() != nil {
+	if clientCtx.Err() != nil && context.Cause(clientCtx) != errUpstreamTimeout {
 		return &apiError{Status: statusClientClosed, Type: "client_closed", Code: "client_closed", Msg: "client closed the request", Err: err}
 	}
 	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errUpstreamTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
 		return &apiError{Status: http.StatusGatewayTimeout, Type: "upstream_error", Code: "upstream_timeout", Msg: "the upstream did not answer in time", Err: err}
 	}
 	var mbe *http.MaxBytesError

@@ -52,7 +52,12 @@ func TestUpstreamFaults(t *testing.T) {
 			t.Cleanup(up.Close)
 			srv, _ := guard(t, &fakeUpstream{Server: up}, func(c *policy.Config) {
 				c.UpstreamHeaderTimeout = 200 * time.Millisecond
-				c.UpstreamTimeout = 500 * time.Millisecond
+				// Only a stall between events needs the total timeout to
+				// fire; elsewhere it must not race a slow (-race) read.
+				c.UpstreamTimeout = 10 * time.Second
+				if tc.fault == faulty.StallBetweenEvents {
+					c.UpstreamTimeout = 500 * time.Millisecond
+				}
 				c.MaxResponseBytes = 1 << 20
 			})
 			req := `{"model":"m","messages":[{"role":"user","content":"go"}],"tools":` + faulty.ClickTools
@@ -94,5 +99,29 @@ func TestUpstreamFaults(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTotalTimeoutIs504 lets TOOLGUARD_UPSTREAM_TIMEOUT pass before the
+// upstream's headers arrive (the header timeout being longer): the client
+// gets a 504, not the empty answer of a request whose client went away.
+func TestTotalTimeoutIs504(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		up := httptest.NewServer(&faulty.Server{})
+		t.Cleanup(up.Close)
+		srv, _ := guard(t, &fakeUpstream{Server: up}, func(c *policy.Config) {
+			c.UpstreamHeaderTimeout = time.Minute
+			c.UpstreamTimeout = 100 * time.Millisecond
+		})
+		for _, path := range []string{"/v1/chat/completions", "/v1/embeddings"} {
+			req := `{"model":"m","messages":[],"tools":` + faulty.ClickTools
+			if stream {
+				req += `,"stream":true`
+			}
+			resp, body := do(t, context.Background(), srv, "POST", path, req+"}", http.Header{"X-Fault": {string(faulty.StallBeforeHeaders)}})
+			if resp.StatusCode != 504 || mustJSON(t, body).Get("error.code").String() != "upstream_timeout" {
+				t.Errorf("%s stream=%v: status %d body %q", path, stream, resp.StatusCode, body)
+			}
+		}
 	}
 }

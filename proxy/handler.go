@@ -157,7 +157,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 	defer release()
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.UpstreamTimeout)
+	ctx, cancel := context.WithTimeoutCause(r.Context(), h.cfg.UpstreamTimeout, errUpstreamTimeout)
 	defer cancel()
 	r = r.WithContext(ctx)
 	if body != nil {
