@@ -28,8 +28,9 @@ type streamReader struct {
 	split   sseSplitter
 	scratch []byte
 	out     bytes.Buffer
-	eof     bool // the upstream body is exhausted
-	done    bool // nothing more will be added to out
+	eof     bool   // the upstream body is exhausted
+	held    []byte // an event kept back until the output before it is sent
+	done    bool   // nothing more will be added to out
 	err     error
 
 	choices  map[int64]*streamChoice
@@ -72,13 +73,25 @@ func (r *streamReader) Read(p []byte) (int, error) {
 
 func (r *streamReader) Close() error { return r.up.Close() }
 
-// step handles buffered events until one yields output, or reads more from
-// the upstream. It returns as soon as there is something to send, so an
-// event is not held back while the ones read with it are handled.
+// step handles the events already read, or reads more from the upstream.
+// All the whole events of a network read are handled before their output is
+// returned, so they reach the client in one write, as a plain proxy would
+// send them. The one exception is an event that may make toolguard wait (a
+// finish_reason that settles calls and may re-ask, or [DONE]): it is kept
+// until the output before it has gone out, so no text waits for a re-ask.
 func (r *streamReader) step() {
-	for !r.done && r.out.Len() == 0 {
+	if r.held != nil && !r.done {
+		ev := r.held
+		r.held = nil
+		r.handle(ev)
+	}
+	for !r.done {
 		ev, ok := r.split.next()
 		if !ok {
+			break
+		}
+		if r.out.Len() > 0 && mayWait(ev) {
+			r.held = append([]byte(nil), ev...)
 			break
 		}
 		r.handle(ev)
@@ -109,6 +122,25 @@ func (r *streamReader) step() {
 		}
 		ae := upstreamError(r.ex.ctx, err)
 		r.fail(&apiError{Type: ae.Type, Code: ae.Code, Msg: "the upstream's stream broke off: " + ae.Msg}, err)
+	}
+}
+
+// mayWait reports whether handling an event may wait on the network: a set
+// finish_reason (calls are settled and may be re-asked) or the end of the
+// stream. It errs on the side of yes; a wrong yes only costs a write.
+func mayWait(ev []byte) bool {
+	if bytes.Contains(ev, []byte("[DONE]")) {
+		return true
+	}
+	for rest := ev; ; {
+		i := bytes.Index(rest, []byte(`"finish_reason"`))
+		if i < 0 {
+			return false
+		}
+		rest = bytes.TrimLeft(rest[i+len(`"finish_reason"`):], " \t:")
+		if !bytes.HasPrefix(rest, []byte("null")) {
+			return true
+		}
 	}
 }
 
