@@ -359,3 +359,39 @@ func TestStreamStateIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamTextNeverWaitsForReask sends text, an invalid call and the finish
+// in one network read: the text must reach the client while the re-ask that
+// the finish triggers is still waiting for its answer.
+func TestStreamTextNeverWaitsForReask(t *testing.T) {
+	sawText := make(chan struct{})
+	up := newUpstream(t)
+	up.handle = func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 0 {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, chunk(textDelta(0, "before the re-ask"))+streamCall(0, 0, "call_1", `{}`)+chunk(finish(0, "tool_calls"))+done)
+			return
+		}
+		waitOrFail(t, r, sawText)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, toolReply(`{"total_tokens":1}`, clickCall("call_2", `"{\"selector\":\"#x\"}"`)))
+	}
+	srv, _ := guard(t, up, nil)
+	resp, err := srv.Client().Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamRequest("")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	seen, released := false, false
+	for sc.Scan() {
+		if !seen && strings.Contains(sc.Text(), "before the re-ask") {
+			seen = true
+			close(sawText)
+		}
+		released = released || strings.Contains(sc.Text(), "call_2")
+	}
+	if !seen || !released {
+		t.Errorf("text seen %v, corrected call released %v", seen, released)
+	}
+}
