@@ -15,6 +15,7 @@ import (
 // its metrics.
 type requestInfo struct {
 	start time.Time
+	id    string // the request id, in the response and every log line
 	// Filled in as the request goes upstream (by timedTransport, possibly
 	// from the transport's goroutines).
 	upstreamNanos  atomic.Int64

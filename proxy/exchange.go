@@ -79,7 +79,7 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		if mode.Repairs() {
 			var edits []repair.Edit
 			if body, edits = mendHistory(body); len(edits) > 0 {
-				h.log.Info("mended tool calls in the request's history", "edits", editSummary(edits))
+				h.log.InfoContext(r.Context(), "mended tool calls in the request's history", "edits", editSummary(edits))
 			}
 		}
 		tools = declaredTools(body)

@@ -96,7 +96,7 @@ func (ex *exchange) fallback(outreq *http.Request, body []byte, ch *choice) (htt
 	}
 	ex.fb = fallbackUse{attempt: ex.reasks}
 	fb.reasks.WithLabelValues(where).Inc()
-	ex.h.log.Info("re-asking the fallback", "attempt", ex.reasks, "upstream", where,
+	ex.h.log.InfoContext(ex.ctx, "re-asking the fallback", "attempt", ex.reasks, "upstream", where,
 		"model", gjson.GetBytes(body, "model").String())
 	return rt, outreq, body
 }

@@ -76,6 +76,7 @@ func New(o Options) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.log = slog.New(requestIDs{h.log.Handler()})
 	h.schemas.OnCompileError = func(raw []byte, err error) {
 		h.log.Warn("tool schema does not compile; its calls pass unvalidated",
 			"error", err.Error(), "schema", clipString(string(raw), 512))
@@ -106,7 +107,8 @@ func New(o Options) (*Handler, error) {
 // ServeHTTP checks the client's key, routes the request, and logs and
 // counts it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	info := &requestInfo{start: time.Now()}
+	info := &requestInfo{start: time.Now(), id: requestID(r)}
+	w.Header().Set(requestIDHeader, info.id)
 	rec := &recorder{ResponseWriter: w}
 	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 	defer h.finish(rec, r, info)

@@ -355,6 +355,6 @@ func (r *streamReader) fail(ae *apiError, cause error) {
 	r.writeData(ae.body())
 	r.done = true
 	if cause != nil {
-		r.ex.h.log.Warn("streamed chat completion failed", "code", ae.Code, "error", ae.Error())
+		r.ex.h.log.WarnContext(r.outreq.Context(), "streamed chat completion failed", "code", ae.Code, "error", ae.Error())
 	}
 }

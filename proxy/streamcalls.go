@@ -102,7 +102,7 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 	}
 	if a := fn.Get("arguments"); a.Type == gjson.String {
 		if p.released {
-			r.ex.h.log.Warn("tool-call delta after the call was released; ignored", "call_id", p.id)
+			r.ex.h.log.WarnContext(r.outreq.Context(), "tool-call delta after the call was released; ignored", "call_id", p.id)
 			return
 		}
 		p.args = append(p.args, a.Str...)
