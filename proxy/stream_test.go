@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -266,27 +267,35 @@ func TestStreamReleasesEarly(t *testing.T) {
 		io.WriteString(w, chunk(argsDelta(0, 1, `{"selector":"#b"}`))+chunk(finish(0, "tool_calls"))+done)
 	}
 	srv, _ := guard(t, up, nil)
+	seen := readStream(t, srv, map[string]chan struct{}{"first words": sawText, "call_a": sawCall})
+	if !seen["first words"] || !seen["call_a"] {
+		t.Errorf("seen %v", seen)
+	}
+}
+
+// readStream posts a streamed click request and reads the answer line by
+// line as it arrives; the first line holding one of the keys closes that
+// key's channel (if any). It returns the keys seen.
+func readStream(t *testing.T, srv *httptest.Server, signals map[string]chan struct{}) map[string]bool {
+	t.Helper()
 	resp, err := srv.Client().Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamRequest("")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	seen := map[string]bool{}
 	sc := bufio.NewScanner(resp.Body)
-	textSeen, callSeen := false, false
 	for sc.Scan() {
-		line := sc.Text()
-		if !textSeen && strings.Contains(line, "first words") {
-			textSeen = true
-			close(sawText)
-		}
-		if !callSeen && strings.Contains(line, "call_a") {
-			callSeen = true
-			close(sawCall)
+		for key, ch := range signals {
+			if !seen[key] && strings.Contains(sc.Text(), key) {
+				seen[key] = true
+				if ch != nil {
+					close(ch)
+				}
+			}
 		}
 	}
-	if !textSeen || !callSeen {
-		t.Errorf("text seen %v, call seen %v", textSeen, callSeen)
-	}
+	return seen
 }
 
 func waitOrFail(t *testing.T, r *http.Request, ch chan struct{}) {
@@ -377,21 +386,8 @@ func TestStreamTextNeverWaitsForReask(t *testing.T) {
 		io.WriteString(w, toolReply(`{"total_tokens":1}`, clickCall("call_2", `"{\"selector\":\"#x\"}"`)))
 	}
 	srv, _ := guard(t, up, nil)
-	resp, err := srv.Client().Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamRequest("")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	seen, released := false, false
-	for sc.Scan() {
-		if !seen && strings.Contains(sc.Text(), "before the re-ask") {
-			seen = true
-			close(sawText)
-		}
-		released = released || strings.Contains(sc.Text(), "call_2")
-	}
-	if !seen || !released {
-		t.Errorf("text seen %v, corrected call released %v", seen, released)
+	seen := readStream(t, srv, map[string]chan struct{}{"before the re-ask": sawText, "call_2": nil})
+	if !seen["before the re-ask"] || !seen["call_2"] {
+		t.Errorf("seen %v (the text, and the corrected call)", seen)
 	}
 }
