@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/validate"
 )
 
 // errorDetail is one validation error as the client and the model see it:
@@ -22,12 +23,12 @@ func errorDetails(c *call) []errorDetail {
 		switch {
 		case e.Keyword == "required" && strings.HasPrefix(e.Message, "missing properties: "):
 			for _, name := range quotedNames(strings.TrimPrefix(e.Message, "missing properties: ")) {
-				out = append(out, errorDetail{Path: e.Path + "/" + escapePointer(name), Message: "missing required property"})
+				out = append(out, errorDetail{Path: validate.PointerChild(e.Path, name), Message: "missing required property"})
 			}
 		case e.Keyword == "additionalProperties" && strings.HasPrefix(e.Message, "additionalProperties "):
 			names := strings.TrimSuffix(strings.TrimPrefix(e.Message, "additionalProperties "), " not allowed")
 			for _, name := range quotedNames(names) {
-				out = append(out, errorDetail{Path: e.Path + "/" + escapePointer(name), Message: "property not allowed by the schema (additionalProperties is false)"})
+				out = append(out, errorDetail{Path: validate.PointerChild(e.Path, name), Message: "property not allowed by the schema (additionalProperties is false)"})
 			}
 		default:
 			msg := e.Message
@@ -58,10 +59,6 @@ func quotedNames(s string) []string {
 	return out
 }
 
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
 // valueAt returns the raw JSON at a JSON pointer inside args, "" if none.
 func valueAt(args []byte, pointer string) string {
 	if pointer == "" {
@@ -71,9 +68,8 @@ func valueAt(args []byte, pointer string) string {
 		return ""
 	}
 	var path []string
-	for _, seg := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
-		seg = strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
-		path = append(path, gjson.Escape(seg))
+	for _, tok := range validate.PointerTokens(pointer) {
+		path = append(path, gjson.Escape(tok))
 	}
 	return gjson.GetBytes(args, strings.Join(path, ".")).Raw
 }

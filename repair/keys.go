@@ -100,7 +100,7 @@ func (g *guider) fixObject(p string, errs []validate.Error) bool {
 			// A key that is like a declared name may mean that property:
 			// dropping it would lose what the model meant to say.
 			if _, still := m[u]; still && len(closest(u, o.names)) == 0 {
-				g.record(KindDropProperty, child(p, u), m[u], nil)
+				g.record(KindDropProperty, validate.PointerChild(p, u), m[u], nil)
 				delete(m, u)
 				changed = true
 			}
@@ -200,7 +200,7 @@ func wrapsKeys(m map[string]any, sch any) bool {
 }
 
 func (g *guider) rename(p string, m map[string]any, from, to string) {
-	g.edits = append(g.edits, Edit{Kind: KindRenameKey, Path: child(p, to), Before: quote(from), After: quote(to)})
+	g.edits = append(g.edits, Edit{Kind: KindRenameKey, Path: validate.PointerChild(p, to), Before: quote(from), After: quote(to)})
 	m[to] = m[from]
 	delete(m, from)
 }

@@ -3,38 +3,14 @@ package repair
 import (
 	"strconv"
 	"strings"
+
+	"github.com/toolguard/toolguard/validate"
 )
-
-// The escapes of RFC 6901, built once: a Replacer builds its tables on first
-// use, which cost more than the replacing when made for every key.
-var (
-	unescapeToken = strings.NewReplacer("~1", "/", "~0", "~")
-	escapeToken   = strings.NewReplacer("~", "~0", "/", "~1")
-)
-
-// tokens splits a JSON pointer into its unescaped reference tokens.
-func tokens(ptr string) []string {
-	if ptr == "" {
-		return nil
-	}
-	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
-	for i, p := range parts {
-		if strings.Contains(p, "~") {
-			parts[i] = unescapeToken.Replace(p)
-		}
-	}
-	return parts
-}
-
-// child returns the pointer of key inside the value at ptr.
-func child(ptr, key string) string {
-	return ptr + "/" + escapeToken.Replace(key)
-}
 
 // at returns the value at ptr inside v: the arguments, or the schema
 // document, whose pointers the validator reports.
 func at(v any, ptr string) (any, bool) {
-	for _, tok := range tokens(ptr) {
+	for _, tok := range validate.PointerTokens(ptr) {
 		switch c := v.(type) {
 		case map[string]any:
 			next, ok := c[tok]
@@ -57,7 +33,7 @@ func at(v any, ptr string) (any, bool) {
 
 // set replaces the value at ptr inside *root.
 func set(root *any, ptr string, val any) bool {
-	toks := tokens(ptr)
+	toks := validate.PointerTokens(ptr)
 	if len(toks) == 0 {
 		*root = val
 		return true
