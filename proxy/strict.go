@@ -1,0 +1,172 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// A body that toolguard inspects must be read by toolguard exactly as the
+// party on the other side reads it. JSON leaves room for disagreement, and
+// each gap lets a crafted body show toolguard one thing and the upstream (or
+// the client) another:
+//
+//   - duplicate member names: gjson reads the first, Python's json, Go's
+//     encoding/json and JavaScript's JSON.parse read the last;
+//   - member names in another letter case: Go servers decoding into structs
+//     match "Tools" to tools (encoding/json folds case, Kelvin sign and long s
+//     included);
+//   - what is not JSON at all but that some parsers accept: a byte order
+//     mark, NaN and Infinity, data after the value, invalid UTF-8 (which Go
+//     replaces and Python refuses), UTF-16.
+//
+// strictJSON refuses all of these. It tokenises the body once with jsontext,
+// which rejects duplicate names, invalid UTF-8 and anything beyond RFC 8259,
+// and checks the objects toolguard reads (described by a shape) for names
+// that differ from one it reads only in case. What passes is read the same
+// way by gjson and by every common parser.
+
+// shape names the members of an object that toolguard reads, each with the
+// shape of its value. A shape applies to an object, and to each element of
+// an array. A nil shape means toolguard reads the value but nothing inside.
+type shape map[string]shape
+
+// strictError says why a body cannot be read unambiguously.
+type strictError struct {
+	Pointer string // where, as a JSON pointer ("" for the whole body)
+	Reason  string
+}
+
+func (e *strictError) Error() string {
+	if e.Pointer == "" {
+		return e.Reason
+	}
+	return e.Reason + " at " + e.Pointer
+}
+
+// strictJSON reports whether body is exactly one JSON value that every
+// common parser reads as toolguard does; s describes the objects whose member
+// names toolguard reads.
+func strictJSON(body []byte, s shape) error {
+	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) {
+		return &strictError{Reason: "the body starts with a byte order mark"}
+	}
+	d := jsontext.NewDecoder(bytes.NewReader(body))
+	if err := walkStrict(d, s); err != nil {
+		return err
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		return &strictError{Reason: "the body holds more than one JSON value"}
+	}
+	return nil
+}
+
+// walkStrict reads one value from d, checking the member names of objects
+// that s describes.
+func walkStrict(d *jsontext.Decoder, s shape) error {
+	if s == nil {
+		// Still tokenised: jsontext checks duplicate names, UTF-8 and
+		// syntax in values toolguard does not read.
+		if err := d.SkipValue(); err != nil {
+			return syntaxError(d, err)
+		}
+		return nil
+	}
+	tok, err := d.ReadToken()
+	if err != nil {
+		return syntaxError(d, err)
+	}
+	switch tok.Kind() {
+	case '{':
+		for d.PeekKind() == '"' {
+			name, err := d.ReadToken()
+			if err != nil {
+				return syntaxError(d, err)
+			}
+			n := name.String()
+			child, known := s[n]
+			if !known {
+				for k := range s {
+					if strings.EqualFold(k, n) {
+						return &strictError{Pointer: string(d.StackPointer()),
+							Reason: fmt.Sprintf("member %q differs from %q only in letter case", n, k)}
+					}
+				}
+			}
+			if err := walkStrict(d, child); err != nil {
+				return err
+			}
+		}
+		if _, err := d.ReadToken(); err != nil { // '}'
+			return syntaxError(d, err)
+		}
+	case '[':
+		for d.PeekKind() != ']' && d.PeekKind() != 0 {
+			if err := walkStrict(d, s); err != nil {
+				return err
+			}
+		}
+		if _, err := d.ReadToken(); err != nil { // ']'
+			return syntaxError(d, err)
+		}
+	}
+	return nil
+}
+
+// syntaxError turns a jsontext error into a strictError that says what is
+// wrong in words a client can act on.
+func syntaxError(d *jsontext.Decoder, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &strictError{Reason: "the body ends before its JSON value does"}
+	}
+	reason := "the body is not valid JSON"
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) {
+		switch {
+		case errors.Is(se.Err, jsontext.ErrDuplicateName):
+			reason = "duplicate member name"
+		case errors.Is(se.Err, jsontext.ErrNonStringName):
+			reason = "an object member name is not a string"
+		case strings.Contains(se.Err.Error(), "UTF-8"):
+			reason = "the body is not valid UTF-8"
+		default:
+			reason = "the body is not valid JSON (" + se.Err.Error() + ")"
+		}
+		return &strictError{Pointer: string(se.JSONPointer), Reason: reason}
+	}
+	return &strictError{Pointer: string(d.StackPointer()), Reason: reason}
+}
+
+// The shapes of the chat completion bodies that toolguard reads.
+var (
+	chatFunctionShape = shape{"name": nil, "arguments": nil, "parameters": nil, "description": nil, "strict": nil}
+	chatCallShape     = shape{"id": nil, "type": nil, "index": nil, "function": chatFunctionShape}
+	chatMessageShape  = shape{
+		"role": nil, "content": nil, "refusal": nil, "name": nil, "tool_call_id": nil,
+		"tool_calls": chatCallShape, "function_call": chatFunctionShape,
+		"reasoning_content": nil, "reasoning": nil,
+	}
+	chatRequestShape = shape{
+		"model": nil, "stream": nil, "n": nil, "stream_options": shape{"include_usage": nil},
+		"messages":      chatMessageShape,
+		"tools":         shape{"type": nil, "function": chatFunctionShape},
+		"functions":     chatFunctionShape,
+		"tool_choice":   shape{"type": nil, "function": chatFunctionShape},
+		"function_call": chatFunctionShape,
+		"response_format": shape{"type": nil, "json_schema": shape{
+			"name": nil, "schema": nil, "strict": nil, "description": nil}},
+	}
+	chatUsageShape    = shape{"prompt_tokens": nil, "completion_tokens": nil, "total_tokens": nil}
+	chatResponseShape = shape{
+		"model": nil, "usage": chatUsageShape, "error": nil,
+		"choices": shape{"index": nil, "finish_reason": nil, "message": chatMessageShape},
+	}
+	chatChunkShape = shape{
+		"model": nil, "usage": chatUsageShape, "error": nil,
+		"choices": shape{"index": nil, "finish_reason": nil, "delta": chatMessageShape},
+	}
+)
