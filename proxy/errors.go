@@ -92,6 +92,24 @@ func upstreamError(clientCtx context.Context, err error) *apiError {
 	return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_unreachable", Msg: "the upstream could not be reached", Err: err}
 }
 
+// malformedReply is the error for a successful upstream reply that toolguard
+// cannot read exactly as a client would: no JSON, JSON that parsers read
+// differently, or calls in a shape no client expects. Passing it on would
+// pass its calls on unchecked.
+func malformedReply(err error) *apiError {
+	var se *strictError
+	switch {
+	case errors.As(err, &se) && se.Ambiguous:
+		return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_ambiguous_reply",
+			Msg: "the upstream's reply is JSON that clients read differently from toolguard (" + se.Error() + "), so its tool calls cannot be checked", Err: err}
+	case errors.As(err, &se):
+		return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_invalid_json",
+			Msg: "the upstream answered the chat completion with a body that is not JSON (" + se.Error() + "), so its tool calls cannot be checked", Err: err}
+	}
+	return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_malformed_reply",
+		Msg: "the upstream's reply holds tool calls in a shape clients do not expect (" + err.Error() + "), so they cannot be checked", Err: err}
+}
+
 func tooLarge(limit int64, err error) *apiError {
 	return &apiError{
 		Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",

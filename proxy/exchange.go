@@ -132,9 +132,8 @@ func (ex *exchange) inspect(resp *http.Response) error {
 	if err != nil {
 		return ex.readFailure(err)
 	}
-	if !gjson.ValidBytes(raw) {
-		return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_invalid_json",
-			Msg: "the upstream answered the chat completion with a body that is not JSON, so its tool calls cannot be checked"}
+	if err := strictJSON(raw, chatResponseShape); err != nil {
+		return malformedReply(err)
 	}
 	status, body, err := ex.run(raw, resp.Request)
 	if err != nil {

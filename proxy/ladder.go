@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -35,12 +36,28 @@ func (ch *choice) invalid() bool {
 	return false
 }
 
-// collect checks the tool calls of every choice of a response.
-func (ex *exchange) collect(body []byte, attempt int) []*choice {
+// collect checks the tool calls of every choice of a response. It fails on
+// a response whose calls are in a shape a client would read differently
+// (see callsOf).
+func (ex *exchange) collect(body []byte, attempt int) ([]*choice, error) {
+	choices := gjson.GetBytes(body, "choices")
+	if choices.Exists() && !choices.IsArray() && choices.Type != gjson.Null {
+		return nil, errors.New("choices is not an array")
+	}
+	if !choices.IsArray() {
+		return nil, nil
+	}
 	var out []*choice
-	gjson.GetBytes(body, "choices").ForEach(func(k, v gjson.Result) bool {
+	var err error
+	choices.ForEach(func(k, v gjson.Result) bool {
 		msg := v.Get("message")
-		calls, legacy := ex.callsOf(msg, attempt)
+		var calls []*call
+		var legacy bool
+		calls, legacy, err = ex.callsOf(msg, attempt)
+		if err != nil {
+			err = fmt.Errorf("choice %d: %w", k.Int(), err)
+			return false
+		}
 		if len(calls) > 0 {
 			out = append(out, &choice{
 				pos:         int(k.Int()),
@@ -52,25 +69,43 @@ func (ex *exchange) collect(body []byte, attempt int) []*choice {
 		}
 		return true
 	})
-	return out
+	return out, err
 }
 
-// callsOf checks the calls of one assistant message.
-func (ex *exchange) callsOf(msg gjson.Result, attempt int) ([]*call, bool) {
+// callsOf checks the calls of one assistant message. Calls in a shape that
+// no client expects are an error, not "no calls": a client may still find
+// calls there (a tool_calls object, or a function_call that openai-node
+// exposes next to tool_calls), which would then reach it unchecked.
+func (ex *exchange) callsOf(msg gjson.Result, attempt int) ([]*call, bool, error) {
+	tcs, fc := msg.Get("tool_calls"), msg.Get("function_call")
+	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
+		return nil, false, errors.New("message.tool_calls is not an array")
+	}
+	if fc.Exists() && fc.Type != gjson.Null && !fc.IsObject() {
+		return nil, false, errors.New("message.function_call is not an object")
+	}
 	var calls []*call
-	if tcs := msg.Get("tool_calls"); tcs.IsArray() {
-		tcs.ForEach(func(_, tc gjson.Result) bool {
+	if tcs.IsArray() {
+		var err error
+		tcs.ForEach(func(i, tc gjson.Result) bool {
+			if !tc.IsObject() {
+				err = fmt.Errorf("message.tool_calls[%d] is not an object", i.Int())
+				return false
+			}
 			calls = append(calls, ex.checkCall(tc, false, attempt))
 			return true
 		})
-		if len(calls) > 0 {
-			return calls, false
+		if err != nil {
+			return nil, false, err
 		}
 	}
-	if fc := msg.Get("function_call"); fc.IsObject() {
-		return []*call{ex.checkCall(fc, true, attempt)}, true
+	if fc.IsObject() {
+		if len(calls) > 0 {
+			return nil, false, errors.New("message holds both tool_calls and a legacy function_call")
+		}
+		return []*call{ex.checkCall(fc, true, attempt)}, true, nil
 	}
-	return nil, false
+	return calls, false, nil
 }
 
 func rawOrNull(r gjson.Result) string {
@@ -85,7 +120,10 @@ func rawOrNull(r gjson.Result) string {
 // configured failure. It returns the status and body for the client; status
 // 0 keeps the upstream's.
 func (ex *exchange) run(first []byte, outreq *http.Request) (int, []byte, error) {
-	choices := ex.collect(first, 0)
+	choices, err := ex.collect(first, 0)
+	if err != nil {
+		return 0, nil, malformedReply(err)
+	}
 	for _, ch := range choices {
 		ex.calls = append(ex.calls, ch.calls...)
 	}

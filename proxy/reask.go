@@ -45,13 +45,16 @@ func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
 	if status < 200 || status > 299 {
 		return nil, fmt.Errorf("re-ask %d: the upstream answered with status %d: %s", attempt, status, clipString(string(reply), 300))
 	}
-	if !gjson.ValidBytes(reply) {
-		return nil, fmt.Errorf("re-ask %d: the upstream's reply is not JSON", attempt)
+	if err := strictJSON(reply, chatResponseShape); err != nil {
+		return nil, fmt.Errorf("re-ask %d: the upstream's reply cannot be read unambiguously: %w", attempt, err)
 	}
 	ex.noteReply(attempt, reply)
-	ch.history = msgs
 	msg := gjson.GetBytes(reply, "choices.0.message")
-	calls, _ := ex.callsOf(msg, attempt)
+	calls, _, err := ex.callsOf(msg, attempt)
+	if err != nil {
+		return nil, fmt.Errorf("re-ask %d: the upstream's reply is malformed: %w", attempt, err)
+	}
+	ch.history = msgs
 	ex.calls = append(ex.calls, calls...)
 	if len(calls) == 0 {
 		// The model answered without calls: the invalid calls stay invalid.

@@ -39,6 +39,10 @@ type shape map[string]shape
 type strictError struct {
 	Pointer string // where, as a JSON pointer ("" for the whole body)
 	Reason  string
+	// Ambiguous is set when the body is JSON that parsers read
+	// differently (a duplicate name, a name in another letter case), not
+	// when it is no JSON at all.
+	Ambiguous bool
 }
 
 func (e *strictError) Error() string {
@@ -92,7 +96,7 @@ func walkStrict(d *jsontext.Decoder, s shape) error {
 			if !known {
 				for k := range s {
 					if strings.EqualFold(k, n) {
-						return &strictError{Pointer: string(d.StackPointer()),
+						return &strictError{Pointer: string(d.StackPointer()), Ambiguous: true,
 							Reason: fmt.Sprintf("member %q differs from %q only in letter case", n, k)}
 					}
 				}
@@ -128,7 +132,7 @@ func syntaxError(d *jsontext.Decoder, err error) error {
 	if errors.As(err, &se) {
 		switch {
 		case errors.Is(se.Err, jsontext.ErrDuplicateName):
-			reason = "duplicate member name"
+			return &strictError{Pointer: string(se.JSONPointer), Reason: "duplicate member name", Ambiguous: true}
 		case errors.Is(se.Err, jsontext.ErrNonStringName):
 			reason = "an object member name is not a string"
 		case strings.Contains(se.Err.Error(), "UTF-8"):
