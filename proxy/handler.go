@@ -45,6 +45,7 @@ type Handler struct {
 	keys     keyring
 	slots    slots
 	fallback *fallback
+	secrets  []string // keys redacted from what upstreams send back
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -68,6 +69,7 @@ func New(o Options) (*Handler, error) {
 		keys:     newKeyring(o.Config.APIKeys),
 		slots:    newSlots(o.Config.MaxConcurrentUpstream),
 	}
+	h.secrets = upstreamSecrets(o.Config)
 	h.metrics = newMetrics(h.schemas)
 	if h.rt == nil {
 		h.rt = NewTransport(o.Config)
@@ -220,14 +222,18 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 			delete(pr.Out.Header, k)
 		}
 	}
-	if exchangeFrom(pr.In.Context()) != nil {
+	if exchangeFrom(pr.In.Context()) != nil || len(h.secrets) > 0 {
 		// Let the transport negotiate compression and decode it, so the
-		// body can be inspected; the client gets it uncompressed.
+		// body can be inspected, or redacted if it is an error that echoes
+		// a configured key (see sanitize); the client gets it uncompressed.
 		pr.Out.Header.Del("Accept-Encoding")
 	}
 }
 
 func (h *Handler) modifyResponse(resp *http.Response) error {
+	if err := h.sanitize(resp); err != nil {
+		return err
+	}
 	ex := exchangeFrom(resp.Request.Context())
 	if ex == nil {
 		return nil
