@@ -72,12 +72,19 @@ func (c *call) forHistory() string {
 // checkCall runs the ladder's local steps (validate, and repair if the mode
 // allows) on one call object.
 func (ex *exchange) checkCall(raw gjson.Result, legacy bool, attempt int) *call {
-	return ex.check(raw, legacy, attempt, true)
+	return ex.checkCut(raw, legacy, attempt, true, false)
 }
 
 // check is checkCall; with mend false it only validates, which is all a
 // stream needs to know whether a call may go out early.
 func (ex *exchange) check(raw gjson.Result, legacy bool, attempt int, mend bool) *call {
+	return ex.checkCut(raw, legacy, attempt, mend, false)
+}
+
+// checkCut is check for a call whose choice ended with cutOff set when the
+// model was stopped at its length limit (finish_reason "length"): its
+// arguments, if they end early, are then never closed (repair.Options).
+func (ex *exchange) checkCut(raw gjson.Result, legacy bool, attempt int, mend, cutOff bool) *call {
 	fn := raw.Get("function")
 	if legacy {
 		fn = raw
@@ -118,6 +125,7 @@ func (ex *exchange) check(raw gjson.Result, legacy bool, attempt int, mend bool)
 	res := repair.Arguments([]byte(c.rawArgs), s, repair.Options{
 		Syntax:       mend && rules.Mode.Repairs(),
 		SchemaGuided: mend && rules.Mode.Repairs() && rules.SchemaRepair,
+		CutOff:       cutOff,
 	})
 	c.args, c.edits, c.errs = res.Args, res.Edits, res.Errors
 	if nameEdit != nil {

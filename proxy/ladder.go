@@ -53,7 +53,7 @@ func (ex *exchange) collect(body []byte, attempt int) ([]*choice, error) {
 		msg := v.Get("message")
 		var calls []*call
 		var legacy bool
-		calls, legacy, err = ex.callsOf(msg, attempt)
+		calls, legacy, err = ex.callsOf(msg, attempt, v.Get("finish_reason").String() == "length")
 		if err != nil {
 			err = fmt.Errorf("choice %d: %w", k.Int(), err)
 			return false
@@ -76,7 +76,9 @@ func (ex *exchange) collect(body []byte, attempt int) ([]*choice, error) {
 // no client expects are an error, not "no calls": a client may still find
 // calls there (a tool_calls object, or a function_call that openai-node
 // exposes next to tool_calls), which would then reach it unchecked.
-func (ex *exchange) callsOf(msg gjson.Result, attempt int) ([]*call, bool, error) {
+//
+// cutOff says the choice ended at the model's length limit.
+func (ex *exchange) callsOf(msg gjson.Result, attempt int, cutOff bool) ([]*call, bool, error) {
 	tcs, fc := msg.Get("tool_calls"), msg.Get("function_call")
 	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
 		return nil, false, errors.New("message.tool_calls is not an array")
@@ -92,7 +94,7 @@ func (ex *exchange) callsOf(msg gjson.Result, attempt int) ([]*call, bool, error
 				err = fmt.Errorf("message.tool_calls[%d] is not an object", i.Int())
 				return false
 			}
-			calls = append(calls, ex.checkCall(tc, false, attempt))
+			calls = append(calls, ex.checkCut(tc, false, attempt, true, cutOff))
 			return true
 		})
 		if err != nil {
@@ -103,7 +105,7 @@ func (ex *exchange) callsOf(msg gjson.Result, attempt int) ([]*call, bool, error
 		if len(calls) > 0 {
 			return nil, false, errors.New("message holds both tool_calls and a legacy function_call")
 		}
-		return []*call{ex.checkCall(fc, true, attempt)}, true, nil
+		return []*call{ex.checkCut(fc, true, attempt, true, cutOff)}, true, nil
 	}
 	return calls, false, nil
 }

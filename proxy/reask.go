@@ -50,7 +50,7 @@ func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
 	}
 	ex.noteReply(attempt, reply)
 	msg := gjson.GetBytes(reply, "choices.0.message")
-	calls, _, err := ex.callsOf(msg, attempt)
+	calls, _, err := ex.callsOf(msg, attempt, gjson.GetBytes(reply, "choices.0.finish_reason").String() == "length")
 	if err != nil {
 		return nil, fmt.Errorf("re-ask %d: the upstream's reply is malformed: %w", attempt, err)
 	}

@@ -31,6 +31,8 @@ type variant struct {
 	// schema, when set, replaces the call's schema (the closed form for
 	// unknown-key).
 	schema *validate.Schema
+	// cutOff: the model stopped at its length limit (Options.CutOff).
+	cutOff bool
 }
 
 // loadCorpus returns the ground truths of testdata/bfcl that validate
@@ -107,7 +109,7 @@ func TestCorpus(t *testing.T) {
 			if v.schema != nil {
 				s = v.schema
 			}
-			if Arguments(v.raw, s, Options{}).Valid() {
+			if Arguments(v.raw, s, Options{CutOff: v.cutOff}).Valid() {
 				continue // not broken: it is forwarded as is
 			}
 			st := stats[v.kind]
@@ -116,7 +118,9 @@ func TestCorpus(t *testing.T) {
 				stats[v.kind] = st
 			}
 			st.cases++
-			got := Arguments(v.raw, s, mendAll)
+			opts := mendAll
+			opts.CutOff = v.cutOff
+			got := Arguments(v.raw, s, opts)
 			switch {
 			case !got.Valid():
 				st.reask++

@@ -21,6 +21,10 @@ type Options struct {
 	Syntax bool
 	// SchemaGuided enables ladder step 3 (it needs Syntax).
 	SchemaGuided bool
+	// CutOff says the model was stopped at its length limit
+	// (finish_reason "length"): arguments that end early are then never
+	// closed, since nothing says they were complete.
+	CutOff bool
 }
 
 // Result is the outcome for one call's arguments.
@@ -71,8 +75,12 @@ func Arguments(raw []byte, s *validate.Schema, opts Options) Result {
 	sedits, serrs := []Edit(nil), errs
 	if v == nil || isEncoded(v) {
 		var err error
-		if v, sedits, err = mend(text); err != nil {
+		var c cut
+		if v, sedits, err = mend(text, &c); err != nil {
 			return Result{Args: text, Edits: edits, Errors: errs}
+		}
+		if e := closable(v, &c, s, opts.CutOff); e != nil {
+			return Result{Args: text, Edits: edits, Errors: []validate.Error{*e}}
 		}
 		edits = append(edits, sedits...)
 		serrs = nil
@@ -122,7 +130,10 @@ func Syntax(raw []byte) ([]byte, []Edit, error) {
 		}
 		return compact(text), edits, nil
 	}
-	v, sedits, err := mend(text)
+	// History is mended for the provider's sake: the call was made long
+	// ago, and closing what a cut-off call left open changes nothing the
+	// tool saw, so no truncation rule applies here.
+	v, sedits, err := mend(text, nil)
 	if err != nil {
 		return nil, nil, err
 	}

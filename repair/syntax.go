@@ -48,7 +48,11 @@ var (
 // the JSON itself, one layer per pass, and returns the decoded value (not
 // necessarily an object: a bare value is the schema-guided step's to
 // place). nil with no error means there were no arguments at all.
-func mend(text []byte) (any, []Edit, error) {
+//
+// When the JSON was cut off and the repairer closed what was open, c
+// records what it closed: whether that was a guess depends on the schema
+// (see closable).
+func mend(text []byte, c *cut) (any, []Edit, error) {
 	var edits []Edit
 	t := bytes.TrimSpace(text)
 	for range maxPasses {
@@ -69,7 +73,7 @@ func mend(text []byte) (any, []Edit, error) {
 			t = inner
 			continue
 		}
-		next, e, err := peel(t)
+		next, e, err := peel(t, c)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -88,7 +92,7 @@ func encoded(s string) bool {
 }
 
 // peel removes one layer around or inside invalid JSON text t.
-func peel(t []byte) ([]byte, Edit, error) {
+func peel(t []byte, c *cut) ([]byte, Edit, error) {
 	if out, ok := stripTokens(t); ok {
 		return out, Edit{Kind: KindStripTokens, Before: clip(t), After: clip(out)}, nil
 	}
@@ -127,9 +131,12 @@ func peel(t []byte) ([]byte, Edit, error) {
 			return out, Edit{Kind: KindJSONRepair, Before: clip(t), After: clip(out)}, nil
 		}
 	}
-	out, err := repairJSON(t)
+	out, open, err := repairJSON(t)
 	if err != nil {
 		return nil, Edit{}, err
+	}
+	if len(open) > 0 && c != nil {
+		c.open = open
 	}
 	return out, Edit{Kind: KindJSONRepair, Before: clip(t), After: clip(out)}, nil
 }
@@ -236,38 +243,38 @@ func trailingProse(t []byte) ([]byte, bool) {
 
 // repairJSON runs the JSON repairer on t when that cannot change meaning,
 // and checks that it kept the kind of value t starts with.
-func repairJSON(t []byte) ([]byte, error) {
-	quoted, err := scan(t)
+func repairJSON(t []byte) ([]byte, []byte, error) {
+	quoted, open, err := scan(t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out, err := safeRepair(string(t))
 	if err != nil {
-		return nil, fmt.Errorf("arguments are not JSON and cannot be repaired: %w", err)
+		return nil, nil, fmt.Errorf("arguments are not JSON and cannot be repaired: %w", err)
 	}
 	b := []byte(out)
 	if !json.Valid(b) {
-		return nil, errors.New("arguments cannot be repaired into JSON")
+		return nil, nil, errors.New("arguments cannot be repaired into JSON")
 	}
 	b = compact(b)
 	switch t[0] {
 	case '{':
 		if b[0] != '{' {
-			return nil, errors.New("arguments cannot be repaired into an object")
+			return nil, nil, errors.New("arguments cannot be repaired into an object")
 		}
 	case '[':
 		if b[0] != '[' {
-			return nil, errors.New("arguments cannot be repaired into an array")
+			return nil, nil, errors.New("arguments cannot be repaired into an array")
 		}
 	case '"', '\'':
 		if b[0] != '"' {
-			return nil, errors.New("arguments cannot be repaired into a string")
+			return nil, nil, errors.New("arguments cannot be repaired into a string")
 		}
 	}
 	if err := keptStrings(quoted, b); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return b, nil
+	return b, open, nil
 }
 
 // keptStrings checks that each string that was already valid JSON in the

@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolguard/toolguard/validate"
 )
 
 // scan reports, as an error, text whose repair would need a guess. The
@@ -17,8 +22,9 @@ import (
 //
 // It is a scanner, not a parser: it only tracks strings, brackets and
 // whether the innermost object expects a key, which is all it takes to tell
-// where the text ends.
-func scan(t []byte) (quoted [][]byte, err error) {
+// where the text ends. open lists the brackets still open at the end, the
+// outermost first ('{' or '['): what the repairer would close.
+func scan(t []byte) (quoted [][]byte, open []byte, err error) {
 	type frame struct {
 		object, wantKey bool
 	}
@@ -42,14 +48,14 @@ func scan(t []byte) (quoted [][]byte, err error) {
 			// the next unescaped \".
 			end := escapedStringEnd(t, i+2)
 			if end < 0 {
-				return nil, errors.New("arguments end inside a string: the value may be cut off")
+				return nil, nil, errors.New("arguments end inside a string: the value may be cut off")
 			}
 			last, lastKey = str, inKey()
 			i = end
 		case c == '"' || c == '\'':
 			end := stringEnd(t, i+1, c)
 			if end < 0 {
-				return nil, errors.New("arguments end inside a string: the value may be cut off")
+				return nil, nil, errors.New("arguments end inside a string: the value may be cut off")
 			}
 			if c == '"' {
 				quoted = append(quoted, t[i:end])
@@ -58,7 +64,7 @@ func scan(t []byte) (quoted [][]byte, err error) {
 			i = end
 		case c == '{' || c == '[':
 			if len(stack) >= maxNesting {
-				return nil, fmt.Errorf("arguments nest deeper than %d levels", maxNesting)
+				return nil, nil, fmt.Errorf("arguments nest deeper than %d levels", maxNesting)
 			}
 			stack = append(stack, frame{object: c == '{', wantKey: c == '{'})
 			last, lastPunct = punct, c
@@ -90,17 +96,24 @@ func scan(t []byte) (quoted [][]byte, err error) {
 		}
 	}
 	if len(stack) == 0 {
-		return quoted, nil
+		return quoted, nil, nil
 	}
 	switch {
 	case last == punct && lastPunct == ':':
-		return nil, errors.New("arguments end after a key: its value is missing")
+		return nil, nil, errors.New("arguments end after a key: its value is missing")
 	case (last == str || last == word) && lastKey:
-		return nil, errors.New("arguments end with a key: its value is missing")
+		return nil, nil, errors.New("arguments end with a key: its value is missing")
 	case last == word && !literal(lastWord):
-		return nil, fmt.Errorf("arguments end with %q, which may be cut off", clip(lastWord))
+		return nil, nil, fmt.Errorf("arguments end with %q, which may be cut off", clip(lastWord))
 	}
-	return quoted, nil
+	for _, f := range stack {
+		if f.object {
+			open = append(open, '{')
+		} else {
+			open = append(open, '[')
+		}
+	}
+	return quoted, open, nil
 }
 
 // stringEnd returns the index after the quote q that closes the string
@@ -153,4 +166,77 @@ func literal(w []byte) bool {
 		return true
 	}
 	return false
+}
+
+// cut records the brackets the JSON repairer closed at the end of the
+// arguments, outermost first; none when the text was not cut off.
+type cut struct {
+	open []byte
+}
+
+// closable decides whether closing the brackets of a cut-off text (already
+// decoded into v) is a repair or a guess. The repairer can only close what
+// is open; it cannot know what the model was still going to write. So:
+//
+//   - when the model was stopped at its length limit (cutOff), nothing is
+//     known to be complete, and closing is always a guess;
+//   - an array left open may have had more items, and an object nested in
+//     another may have had more members: a guess;
+//   - only the outermost object may be closed, and only when every property
+//     its schema declares is already there (no patternProperties, no schema
+//     for additional properties), so that nothing the tool reads can have
+//     followed.
+//
+// The error says why, for the re-ask.
+func closable(v any, c *cut, s *validate.Schema, cutOff bool) *validate.Error {
+	if len(c.open) == 0 {
+		return nil
+	}
+	refuse := func(msg string) *validate.Error {
+		return &validate.Error{Keyword: "truncated", Message: msg}
+	}
+	if cutOff {
+		return refuse("the arguments were cut off at the length limit before they ended; they cannot be known to be complete")
+	}
+	if len(c.open) > 1 || c.open[0] != '{' {
+		return refuse(fmt.Sprintf("the arguments end before %d closing bracket(s): more members or items may have followed", len(c.open)))
+	}
+	obj, _ := v.(map[string]any)
+	var doc map[string]any
+	if s != nil {
+		doc, _ = s.Doc().(map[string]any)
+	}
+	props, _ := doc["properties"].(map[string]any)
+	_, patterns := doc["patternProperties"]
+	_, extraSchema := doc["additionalProperties"].(map[string]any)
+	if obj == nil || props == nil || patterns || extraSchema {
+		return refuse("the arguments end before their closing brace: more members may have followed")
+	}
+	var missing []string
+	for k := range props {
+		if _, ok := obj[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return refuse(fmt.Sprintf("the arguments end before their closing brace, without %s: it may have followed", quoteList(missing, 5)))
+	}
+	return nil
+}
+
+// quoteList quotes up to n names, saying how many more there are.
+func quoteList(names []string, n int) string {
+	var b strings.Builder
+	for i, s := range names {
+		if i == n {
+			fmt.Fprintf(&b, " and %d more", len(names)-n)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(s))
+	}
+	return b.String()
 }

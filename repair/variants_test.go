@@ -29,8 +29,20 @@ func variants(t testing.TB, c corpusCall, closed *validate.Cache) []variant {
 	if len(c.args) > 0 {
 		addText("trailing-comma", text[:len(text)-1]+",}")
 	}
-	if tr, ok := truncate(text); ok {
-		addText("truncated", tr)
+	if tr, closers, ok := truncate(text); ok {
+		// Closing the outermost object is a repair only when every
+		// declared property is there (closable); otherwise more members
+		// may have followed, and with finish_reason "length" nothing is
+		// known to be complete.
+		switch {
+		case closers > 1:
+			addText("truncated-nested", tr)
+		case allDeclared(c):
+			addText("truncated", tr)
+		default:
+			addText("truncated-members-missing", tr)
+		}
+		out = append(out, variant{kind: "truncated-at-length", raw: quoteJSON(t, tr), cutOff: true})
 	}
 	if has(c.args, func(v any) bool { _, ok := v.(string); return ok }) {
 		addText("single-quotes", python(c.args, true))
@@ -242,13 +254,31 @@ func has(v any, pred func(any) bool) bool {
 // truncate drops the closing brackets at the end of a JSON text, when what
 // remains ends with a complete value: a number there could have had more
 // digits, so it is not a mendable truncation.
-func truncate(text string) (string, bool) {
+func truncate(text string) (string, int, bool) {
 	tr := strings.TrimRight(text, "}]")
 	if tr == text || tr == "" {
-		return "", false
+		return "", 0, false
 	}
 	last := tr[len(tr)-1]
-	return tr, last == '"' || last == 'e' || last == 'l' || last == '[' || last == '{'
+	return tr, len(text) - len(tr), last == '"' || last == 'e' || last == 'l' || last == '[' || last == '{'
+}
+
+// allDeclared reports whether the ground truth has every property its
+// schema declares, and the schema admits no others worth reading: then
+// nothing can be missing after its last member.
+func allDeclared(c corpusCall) bool {
+	props, _ := c.doc["properties"].(map[string]any)
+	_, patterns := c.doc["patternProperties"]
+	_, extra := c.doc["additionalProperties"].(map[string]any)
+	if props == nil || patterns || extra {
+		return false
+	}
+	for k := range props {
+		if _, ok := c.args[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // python writes v the way Python's repr writes a dict: True, False, None,
