@@ -31,9 +31,9 @@ func (c *call) valid() bool { return c.errs == nil }
 func (c *call) changed() bool { return len(c.edits) > 0 }
 
 // output returns the call object to send to the client.
-func (c *call) output() string {
+func (c *call) output() (string, error) {
 	if !c.changed() {
-		return c.raw
+		return c.raw, nil
 	}
 	prefix := "function."
 	if c.legacy {
@@ -41,14 +41,14 @@ func (c *call) output() string {
 	}
 	out, err := sjson.Set(c.raw, prefix+"arguments", string(c.args))
 	if err != nil {
-		return c.raw
+		return "", fmt.Errorf("write the arguments of call %q: %w", c.id, err)
 	}
 	if c.tool != nil && c.tool.name != c.name {
-		if o, err := sjson.Set(out, prefix+"name", c.tool.name); err == nil {
-			out = o
+		if out, err = sjson.Set(out, prefix+"name", c.tool.name); err != nil {
+			return "", fmt.Errorf("write the name of call %q: %w", c.id, err)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // forHistory returns the call as it goes back to the model in a re-ask: as

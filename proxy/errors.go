@@ -110,6 +110,13 @@ func malformedReply(err error) *apiError {
 		Msg: "the upstream's reply holds tool calls in a shape clients do not expect (" + err.Error() + "), so they cannot be checked", Err: err}
 }
 
+// writeFailed is the error for a reply whose checked calls could not be
+// written back: it is not sent on as the model wrote it.
+func writeFailed(err error) *apiError {
+	return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "toolguard_write_failed",
+		Msg: "toolguard could not write the checked tool calls into the upstream's reply", Err: err}
+}
+
 func tooLarge(limit int64, err error) *apiError {
 	return &apiError{
 		Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",

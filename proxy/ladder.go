@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -15,6 +14,9 @@ import (
 // choice is one choice of a response that holds tool calls.
 type choice struct {
 	pos    int  // position in the choices array
+	raw    string // the choice's JSON as the model sent it
+	start  int    // where raw starts in the response body
+	end    int    // where it ends
 	legacy bool // a function_call, not tool_calls
 	calls  []*call
 	// touched is set once the choice's calls must be written back: a call
@@ -59,8 +61,15 @@ func (ex *exchange) collect(body []byte, attempt int) ([]*choice, error) {
 			return false
 		}
 		if len(calls) > 0 {
+			if v.Index <= 0 || string(body[v.Index:v.Index+len(v.Raw)]) != v.Raw {
+				err = fmt.Errorf("choice %d: its position in the body is unknown", k.Int())
+				return false
+			}
 			out = append(out, &choice{
 				pos:         int(k.Int()),
+				raw:         v.Raw,
+				start:       v.Index,
+				end:         v.Index + len(v.Raw),
 				legacy:      legacy,
 				calls:       calls,
 				lastContent: rawOrNull(msg.Get("content")),
@@ -157,7 +166,7 @@ func (ex *exchange) run(first []byte, outreq *http.Request) (int, []byte, error)
 		if ex.decide(false) == outcomeValid {
 			return 0, first, nil
 		}
-		return 0, ex.assemble(first, choices, replies), nil
+		return ex.write(first, choices, replies)
 	}
 
 	ex.decide(true)
@@ -166,12 +175,25 @@ func (ex *exchange) run(first []byte, outreq *http.Request) (int, []byte, error)
 		if len(replies) == 0 {
 			return 0, first, nil
 		}
-		return 0, sumUsage(first, replies), nil
+		body, err := sumUsage(first, replies)
+		if err != nil {
+			return 0, nil, writeFailed(err)
+		}
+		return 0, body, nil
 	case policy.FailDrop:
-		return 0, ex.assemble(first, choices, replies), nil
+		return ex.write(first, choices, replies)
 	default:
 		return http.StatusBadRequest, ex.failureError(choices).body(), nil
 	}
+}
+
+// write is assemble for run: a failure to write is the client's 502.
+func (ex *exchange) write(first []byte, choices []*choice, replies [][]byte) (int, []byte, error) {
+	body, err := ex.assemble(first, choices, replies)
+	if err != nil {
+		return 0, nil, writeFailed(err)
+	}
+	return 0, body, nil
 }
 
 // decide sets the outcome from what happened to the calls.
@@ -205,50 +227,88 @@ func firstInvalid(choices []*choice) *choice {
 // of the ones they correct. The message's other fields stay as the model
 // first sent them (a streaming client has already seen its text). The model
 // that answered last and the usage summed over every attempt are reported.
-func (ex *exchange) assemble(first []byte, choices []*choice, replies [][]byte) []byte {
-	body := first
+//
+// Each choice that changes is rewritten on its own bytes, and the body is
+// built once from the unchanged spans and the rewritten choices, so the
+// work is linear in the size of the response however many choices change.
+// A rewrite that fails is an error: the reply must not go out as the model
+// sent it while counted as mended.
+func (ex *exchange) assemble(first []byte, choices []*choice, replies [][]byte) ([]byte, error) {
+	var edits []splice
 	for _, ch := range choices {
-		var keep []string
-		dirty := ch.touched
-		for _, c := range ch.calls {
-			if !c.valid() {
-				dirty = true
-				continue
-			}
-			if c.changed() {
-				dirty = true
-			}
-			keep = append(keep, c.output())
+		el, dirty, err := ch.rewrite()
+		if err != nil {
+			return nil, fmt.Errorf("choice %d: %w", ch.pos, err)
 		}
-		if !dirty {
-			continue
+		if dirty {
+			edits = append(edits, splice{start: ch.start, end: ch.end, with: el})
 		}
-		prefix := "choices." + strconv.Itoa(ch.pos) + "."
-		field := "message.tool_calls"
-		if ch.legacy {
-			field = "message.function_call"
-			keep = keep[:min(len(keep), 1)]
-		}
-		if len(keep) == 0 {
-			body = remove(body, prefix+field)
-			if fr := gjson.GetBytes(body, prefix+"finish_reason").String(); fr == "tool_calls" || fr == "function_call" {
-				body = patch(body, prefix+"finish_reason", `"stop"`)
-			}
-			continue
-		}
-		if ch.legacy {
-			body = patch(body, prefix+field, keep[0])
-		} else {
-			body = patch(body, prefix+field, "["+strings.Join(keep, ",")+"]")
-		}
+	}
+	body, err := applySplices(first, edits)
+	if err != nil {
+		return nil, err
 	}
 	if len(replies) > 0 {
 		if m := gjson.GetBytes(replies[len(replies)-1], "model"); m.Type == gjson.String {
-			body = patch(body, "model", m.Raw)
+			if body, err = sjson.SetRawBytes(body, "model", []byte(m.Raw)); err != nil {
+				return nil, fmt.Errorf("set model: %w", err)
+			}
 		}
-		body = sumUsage(body, replies)
+		if body, err = sumUsage(body, replies); err != nil {
+			return nil, err
+		}
 	}
-	return body
+	return body, nil
+}
+
+// rewrite returns the choice's JSON with its checked calls written back,
+// and whether it differs from what the model sent.
+func (ch *choice) rewrite() ([]byte, bool, error) {
+	var keep []string
+	dirty := ch.touched
+	for _, c := range ch.calls {
+		if !c.valid() {
+			dirty = true
+			continue
+		}
+		if c.changed() {
+			dirty = true
+		}
+		out, err := c.output()
+		if err != nil {
+			return nil, false, err
+		}
+		keep = append(keep, out)
+	}
+	if !dirty {
+		return nil, false, nil
+	}
+	field := "message.tool_calls"
+	if ch.legacy {
+		field = "message.function_call"
+		keep = keep[:min(len(keep), 1)]
+	}
+	el := []byte(ch.raw)
+	var err error
+	switch {
+	case len(keep) == 0:
+		if el, err = sjson.DeleteBytes(el, field); err != nil {
+			return nil, false, fmt.Errorf("remove %s: %w", field, err)
+		}
+		if fr := gjson.GetBytes(el, "finish_reason").String(); fr == "tool_calls" || fr == "function_call" {
+			if el, err = sjson.SetRawBytes(el, "finish_reason", []byte(`"stop"`)); err != nil {
+				return nil, false, fmt.Errorf("set finish_reason: %w", err)
+			}
+		}
+	case ch.legacy:
+		el, err = sjson.SetRawBytes(el, field, []byte(keep[0]))
+	default:
+		el, err = sjson.SetRawBytes(el, field, []byte("["+strings.Join(keep, ",")+"]"))
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("write %s: %w", field, err)
+	}
+	return el, true, nil
 }
 
 func remove(body []byte, path string) []byte {

@@ -326,7 +326,12 @@ func (r *streamReader) finish(done []byte) {
 	if r.usage != nil {
 		if len(r.replies) > 0 {
 			if data, ok := eventData(r.usage); ok {
-				r.writeData(sumUsage(data, r.replies))
+				summed, err := sumUsage(data, r.replies)
+				if err != nil {
+					r.fail(writeFailed(err), err)
+					return
+				}
+				r.writeData(summed)
 			}
 		} else {
 			r.out.Write(r.usage)

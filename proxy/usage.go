@@ -1,29 +1,46 @@
 package proxy
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
+
+// maxUsageFields bounds the usage fields summed: a real usage object has a
+// dozen, and a reply must not make toolguard track thousands.
+const maxUsageFields = 64
 
 // sumUsage adds the usage of every reply to the base response's usage, field
 // by field at any depth (prompt_tokens, completion_tokens_details.*, a
-// provider's cost...), so the client sees what all the attempts cost.
-func sumUsage(base []byte, replies [][]byte) []byte {
+// provider's cost...), so the client sees what all the attempts cost. The
+// numbers already in base are replaced in one pass over it; fields only the
+// replies have are added after. Fields past the first maxUsageFields are
+// left as base has them.
+func sumUsage(base []byte, replies [][]byte) ([]byte, error) {
 	type total struct {
 		i     int64
 		f     float64
 		float bool
+		at    gjson.Result // the number in base, if it has one
 	}
 	sums := map[string]*total{}
 	var order []string
-	add := func(body []byte) {
+	add := func(body []byte, isBase bool) {
 		walkNumbers(gjson.GetBytes(body, "usage"), "", func(path string, v gjson.Result) {
 			t := sums[path]
 			if t == nil {
+				if len(order) == maxUsageFields {
+					return
+				}
 				t = &total{}
 				sums[path] = t
 				order = append(order, path)
+			}
+			if isBase {
+				t.at = v
 			}
 			if n, err := strconv.ParseInt(v.Raw, 10, 64); err == nil && !t.float {
 				t.i += n
@@ -34,23 +51,38 @@ func sumUsage(base []byte, replies [][]byte) []byte {
 			}
 		})
 	}
-	add(base)
+	add(base, true)
 	for _, r := range replies {
-		add(r)
+		add(r, false)
 	}
 	if len(order) == 0 {
-		return base
+		return base, nil
 	}
-	out := base
+	var edits []splice
+	var added []string
 	for _, p := range order {
 		t := sums[p]
 		v := strconv.FormatInt(t.i, 10)
 		if t.float {
 			v = strconv.FormatFloat(t.f, 'g', -1, 64)
 		}
-		out = patch(out, "usage."+p, v)
+		if at := t.at; at.Exists() && at.Index > 0 && string(base[at.Index:at.Index+len(at.Raw)]) == at.Raw {
+			edits = append(edits, splice{start: at.Index, end: at.Index + len(at.Raw), with: []byte(v)})
+		} else {
+			added = append(added, p, v)
+		}
 	}
-	return out
+	slices.SortFunc(edits, func(a, b splice) int { return a.start - b.start })
+	out, err := applySplices(base, edits)
+	if err != nil {
+		return nil, fmt.Errorf("sum usage: %w", err)
+	}
+	for i := 0; i < len(added); i += 2 {
+		if out, err = sjson.SetRawBytes(out, "usage."+added[i], []byte(added[i+1])); err != nil {
+			return nil, fmt.Errorf("sum usage: set %s: %w", added[i], err)
+		}
+	}
+	return out, nil
 }
 
 // walkNumbers calls fn for every number below r, with its gjson path.
