@@ -13,11 +13,11 @@ import (
 
 // choice is one choice of a response that holds tool calls.
 type choice struct {
-	pos    int  // position in the choices array
+	pos    int    // position in the choices array
 	raw    string // the choice's JSON as the model sent it
 	start  int    // where raw starts in the response body
 	end    int    // where it ends
-	legacy bool // a function_call, not tool_calls
+	legacy bool   // a function_call, not tool_calls
 	calls  []*call
 	// touched is set once the choice's calls must be written back: a call
 	// was mended or replaced by a re-ask.
