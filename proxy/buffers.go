@@ -32,19 +32,23 @@ func (bp *bufferPool) Put(b []byte) {
 	bp.p.Put(&b)
 }
 
-// readSized reads all of r into a buffer allocated once from size, the
-// length the sender declared (Content-Length; -1 if unknown), instead of
-// growing one from 512 bytes: a 40 KB chat history otherwise costs seven
+// readSized reads all of r into a buffer allocated from size, the length
+// the sender declared (Content-Length; -1 if unknown), instead of growing
+// one from 512 bytes: a 40 KB chat history otherwise costs seven
 // allocations and copies, about 80 KB of garbage. size is a hint only: a
-// shorter or longer body is read whole all the same, and the caller bounds
-// r, so a false size costs at most one buffer of max bytes.
+// shorter or longer body is read whole all the same, the caller bounds r,
+// and no more than 64 KiB is allocated before the bytes arrive.
 func readSized(r io.Reader, size, max int64) ([]byte, error) {
+	const maxPresize = 64 << 10
 	if size <= 0 {
 		return io.ReadAll(r)
 	}
 	// One byte more than declared, so the read that finds EOF does not
 	// grow the buffer.
-	b := make([]byte, 0, min(size, max)+1)
+	// The declared size is the sender's word: trust it for a buffer of at
+	// most maxPresize, and grow past that only with what arrives, so that a
+	// client declaring 32 MiB and sending ten bytes holds 64 KiB, not 32 MiB.
+	b := make([]byte, 0, min(size, max, maxPresize)+1)
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

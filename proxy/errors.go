@@ -110,6 +110,18 @@ func malformedReply(err error) *apiError {
 		Msg: "the upstream's reply holds tool calls in a shape clients do not expect (" + err.Error() + "), so they cannot be checked", Err: err}
 }
 
+// requestUnreadable is the error for a request body that toolguard cannot
+// read exactly as the upstream would (see strictJSON).
+func requestUnreadable(err error) *apiError {
+	var se *strictError
+	if errors.As(err, &se) && se.Ambiguous {
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "request_ambiguous",
+			Msg: "the request body is JSON that servers read differently (" + se.Error() + "); toolguard refuses what it cannot read as the upstream would", Err: err}
+	}
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "request_not_json",
+		Msg: "the request body is not strictly JSON (" + err.Error() + ")", Err: err}
+}
+
 // writeFailed is the error for a reply whose checked calls could not be
 // written back: it is not sent on as the model wrote it.
 func writeFailed(err error) *apiError {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/repair"
@@ -64,7 +63,7 @@ func exchangeFrom(ctx context.Context) *exchange {
 func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	body, err := h.readBody(w, r)
 	if err != nil {
-		upstreamError(r.Context(), err).write(w)
+		h.refuseBody(w, r, err)
 		return
 	}
 	pol, perr := h.requestPolicyOf(r)
@@ -75,7 +74,22 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	global := pol.rules("")
 	mode := global.Mode
 	var tools *toolset
-	if mode != policy.ModeOff && gjson.ValidBytes(body) {
+	if mode != policy.ModeOff {
+		// Read the body exactly as the upstream will, or refuse it: a
+		// body toolguard reads differently would pass uninspected.
+		var ae *apiError
+		if body, ae = decodeBody(r, body, h.cfg.MaxBodyBytes); ae != nil {
+			ae.write(w)
+			return
+		}
+		if err := strictJSON(body, chatRequestShape); err != nil {
+			requestUnreadable(err).write(w)
+			return
+		}
+		if ae := checkDeclarations(body); ae != nil {
+			ae.write(w)
+			return
+		}
 		if mode.Repairs() {
 			var edits []repair.Edit
 			if body, edits = mendHistory(body); len(edits) > 0 {

@@ -118,6 +118,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		unauthorized().write(rec)
 		return
 	}
+	if ae := checkRequest(r); ae != nil {
+		ae.write(rec)
+		return
+	}
 	h.mux.ServeHTTP(rec, r)
 }
 
@@ -147,10 +151,20 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request) {
 	body, err := h.readBody(w, r)
 	if err != nil {
-		upstreamError(r.Context(), err).write(w)
+		h.refuseBody(w, r, err)
 		return
 	}
 	h.proxy(w, r, body)
+}
+
+// refuseBody answers a request whose body could not be read. After a 413 it
+// drains what the client still sends (see drainAfter413).
+func (h *Handler) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
+	ae := upstreamError(r.Context(), err)
+	ae.write(w)
+	if ae.Status == http.StatusRequestEntityTooLarge && r.Body != nil {
+		drainAfter413(w, r.Body)
+	}
 }
 
 // proxy sends r upstream with body (already read) as its body.
@@ -164,6 +178,9 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, body []byte) {
 	ctx, cancel := context.WithTimeoutCause(r.Context(), h.cfg.UpstreamTimeout, errUpstreamTimeout)
 	defer cancel()
 	r = r.WithContext(ctx)
+	// Trailers would reach the upstream after the body toolguard read: a
+	// client could put its key, or anything else, there unseen.
+	r.Trailer = nil
 	if body != nil {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

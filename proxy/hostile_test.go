@@ -32,8 +32,10 @@ func TestThousandsOfTools(t *testing.T) {
 
 // TestHostileSchemaPassesThrough sends a schema nested past the limit: it is
 // not compiled, the request is not broken, and the call passes unvalidated.
+// (A body nested deeper than 10,000 levels is refused whole: see
+// TestDeepBodyIsRefused.)
 func TestHostileSchemaPassesThrough(t *testing.T) {
-	deep := strings.Repeat(`{"type":"object","properties":{"a":`, 5000) + `{}` + strings.Repeat(`}}`, 5000)
+	deep := strings.Repeat(`{"type":"object","properties":{"a":`, 100) + `{}` + strings.Repeat(`}}`, 100)
 	req := `{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"click","parameters":` + deep + `}}]}`
 	call := toolReply(`{"total_tokens":1}`, clickCall("call_1", `"{\"a\":{}}"`))
 	up := newUpstream(t, reply{Body: call})

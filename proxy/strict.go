@@ -49,7 +49,7 @@ func (e *strictError) Error() string {
 	if e.Pointer == "" {
 		return e.Reason
 	}
-	return e.Reason + " at " + e.Pointer
+	return e.Reason + " at " + clipString(e.Pointer, 120)
 }
 
 // strictJSON reports whether body is exactly one JSON value that every

@@ -1,0 +1,193 @@
+package proxy
+
+import (
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// What a client sends is read as the upstream will read it, or refused.
+// Upstreams differ in how they route a path (uvicorn, gin and llama.cpp's
+// server decode %2F to a slash; express matches paths in any letter case and
+// with a trailing slash; Tomcat drops ;parameters), in which methods they
+// honour (X-HTTP-Method-Override), and in what they do with an Upgrade. Each
+// of those differences would let a chat completion reach the upstream
+// without passing the inspected route, so under /v1 toolguard refuses what
+// could be routed differently, before anything else happens.
+
+// inspectedPaths are the routes whose POST is inspected.
+var inspectedPaths = []string{"/v1/chat/completions"}
+
+// checkRequest refuses a request under /v1 that an upstream could route or
+// read differently from toolguard. It returns nil for a request to pass on.
+func checkRequest(r *http.Request) *apiError {
+	if !strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != "/v1" {
+		return nil
+	}
+	if r.Header.Get("Upgrade") != "" || headerHasToken(r.Header, "Connection", "upgrade") {
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "upgrade_refused",
+			Msg: "toolguard does not switch protocols (Upgrade: " + clipString(r.Header.Get("Upgrade"), 40) + "): the traffic inside would not be inspected"}
+	}
+	for _, h := range []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"} {
+		if _, ok := r.Header[h]; ok {
+			return &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_override_refused",
+				Msg: "toolguard does not honour " + h + ": send the request with its real method"}
+		}
+	}
+	if why := ambiguousPath(r); why != "" {
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
+			Msg: "the path " + clipString(r.URL.EscapedPath(), 200) + " " + why + ": servers route such paths differently, so toolguard refuses them"}
+	}
+	for _, p := range inspectedPaths {
+		if !strings.EqualFold(strings.TrimRight(r.URL.Path, "/"), p) {
+			continue
+		}
+		if r.URL.Path != p {
+			return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
+				Msg: "send this request to " + p + " exactly: some servers route " + clipString(r.URL.Path, 200) + " to it, which would pass it uninspected"}
+		}
+		switch {
+		case r.Method == http.MethodPost:
+		case (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.ContentLength == 0 && len(r.TransferEncoding) == 0:
+			// Listing stored completions: nothing is generated.
+		default:
+			return &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
+				Msg: r.Method + " " + p + " is not allowed: a completion is created with POST", Header: http.Header{"Allow": {"POST, GET, HEAD"}}}
+		}
+	}
+	return nil
+}
+
+// ambiguousPath says why a path could be routed differently by an upstream,
+// or "" when it cannot.
+func ambiguousPath(r *http.Request) string {
+	raw := strings.ToLower(r.URL.EscapedPath())
+	switch {
+	case strings.Contains(raw, "%2f"):
+		return "holds an encoded slash"
+	case strings.Contains(raw, "%5c") || strings.Contains(r.URL.Path, `\`):
+		return "holds a backslash"
+	case strings.Contains(raw, "%00") || strings.ContainsFunc(r.URL.Path, func(c rune) bool { return c < 0x20 || c == 0x7f }):
+		return "holds a control character"
+	case strings.Contains(r.URL.Path, "//"):
+		return "holds an empty segment"
+	case strings.Contains(r.URL.Path, ";"):
+		return "holds a path parameter (;)"
+	}
+	for _, seg := range strings.Split(r.URL.Path, "/") {
+		if seg == "." || seg == ".." {
+			return "holds a dot-segment"
+		}
+	}
+	return ""
+}
+
+// headerHasToken reports whether a comma-separated header holds token, in
+// any letter case.
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// decodeBody undoes the request's Content-Encoding, so that an inspected
+// body is read as the upstream would decode it: gzip and deflate, with the
+// decoded size bounded by max. Other encodings are refused (415). The
+// request's Content-Encoding is removed: the decoded body goes upstream.
+func decodeBody(r *http.Request, body []byte, max int64) ([]byte, *apiError) {
+	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	if enc == "" || enc == "identity" {
+		r.Header.Del("Content-Encoding")
+		return body, nil
+	}
+	var zr io.Reader
+	switch enc {
+	case "gzip", "x-gzip":
+		g, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, undecodable(enc, err)
+		}
+		g.Multistream(false)
+		zr = g
+	case "deflate":
+		// RFC 9110's deflate is zlib; some clients send raw DEFLATE. Both
+		// are tried, as servers do.
+		if z, err := zlib.NewReader(bytes.NewReader(body)); err == nil {
+			zr = z
+		} else {
+			zr = flate.NewReader(bytes.NewReader(body))
+		}
+	default:
+		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_content_encoding",
+			Msg: "toolguard decodes request bodies in gzip or deflate, not " + clipString(enc, 40)}
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, max+1))
+	if err != nil {
+		return nil, undecodable(enc, err)
+	}
+	if int64(len(out)) > max {
+		return nil, tooLarge(max, errors.New("decoded body over the limit"))
+	}
+	r.Header.Del("Content-Encoding")
+	return out, nil
+}
+
+func undecodable(enc string, err error) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_error",
+		Msg: "the request body could not be decoded as " + enc, Err: err}
+}
+
+// checkDeclarations refuses a chat request whose tools could be read as
+// function tools by an upstream while toolguard would not inspect them: a
+// tools entry of another type that still carries a function, or a tools or
+// functions field that is not an array.
+func checkDeclarations(body []byte) *apiError {
+	refuse := func(msg string) *apiError {
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_ambiguous", Msg: msg}
+	}
+	for _, field := range []string{"tools", "functions"} {
+		if v := gjson.GetBytes(body, field); v.Exists() && v.Type != gjson.Null && !v.IsArray() {
+			return refuse(field + " must be an array")
+		}
+	}
+	var err *apiError
+	gjson.GetBytes(body, "tools").ForEach(func(i, t gjson.Result) bool {
+		typ, fn := t.Get("type"), t.Get("function")
+		if fn.Exists() && typ.Exists() && typ.String() != "function" {
+			err = refuse(fmt.Sprintf("tools[%d] has type %s but carries a function: an upstream may read it as a function tool, which toolguard would not check", i.Int(), clipString(typ.Raw, 40)))
+			return false
+		}
+		return true
+	})
+	return err
+}
+
+// drainAfter413 keeps reading what the client still sends after a 413 has
+// been written, for a bounded time and size, before the connection closes.
+// A client that writes its whole body before reading (Python's http.client
+// and urllib, and the tools built on them) otherwise gets a connection reset
+// instead of the 413, and its SDK retries the upload as a network error.
+func drainAfter413(w http.ResponseWriter, body io.Reader) {
+	const (
+		drainBytes = 64 << 20
+		drainTime  = 5 * time.Second
+	)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	rc.SetReadDeadline(time.Now().Add(drainTime))
+	io.CopyN(io.Discard, body, drainBytes)
+}

@@ -1,0 +1,284 @@
+package proxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/toolguard/toolguard/policy"
+)
+
+// serverView is a chat request as a Go server decodes it into a struct:
+// the last of duplicate names wins, names match in any letter case.
+type serverView struct {
+	Tools []struct {
+		Function *struct{ Name string }
+	}
+	Functions []struct{ Name string }
+}
+
+// TestAmbiguousRequestsAreRefused: a chat request that toolguard would read
+// one way and an upstream another is refused with a 400, never forwarded.
+// Each case gets tools past toolguard on main: toolguard sees no tools (or
+// harmless ones), the upstream declares the click tool, and the model's
+// invalid call reaches the client unchecked.
+func TestAmbiguousRequestsAreRefused(t *testing.T) {
+	const fn = `{"type":"function","function":{"name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}}`
+	const msgs = `"model":"m","messages":[{"role":"user","content":"hi"}]`
+	tests := []struct {
+		name, body, code string
+		goServer         bool // a Go server finds the tool (else: Python/JS last-wins)
+	}{
+		{name: "duplicate tools", code: "request_ambiguous", goServer: true,
+			body: `{` + msgs + `,"tools":[],"tools":[` + fn + `]}`},
+		{name: "permissive first copy", code: "request_ambiguous", goServer: true,
+			body: `{` + msgs + `,"tools":[{"type":"function","function":{"name":"click"}}],"tools":[` + fn + `]}`},
+		{name: "letter case", code: "request_ambiguous", goServer: true,
+			body: `{` + msgs + `,"Tools":[` + fn + `]}`},
+		{name: "kelvin sign", code: "request_ambiguous", goServer: true,
+			body: `{` + msgs + `,"tools":[{"type":"function","function":{"name":"click","parameters":{}}}],"tools":[` + strings.Replace(fn, `"function":{`, `"function":{"name":"x"},"Function":{`, 1) + `]}`},
+		{name: "trailing data", code: "request_not_json",
+			body: `{` + msgs + `} {"tools":[` + fn + `]}`},
+		{name: "byte order mark", code: "request_not_json",
+			body: "\xef\xbb\xbf{" + msgs + `,"tools":[` + fn + `]}`},
+		{name: "NaN", code: "request_not_json",
+			body: `{` + msgs + `,"temperature":NaN,"tools":[` + fn + `]}`},
+		{name: "invalid UTF-8", code: "request_not_json",
+			body: `{` + msgs + `,"user":"` + "\xff" + `","tools":[` + fn + `]}`},
+		{name: "UTF-16", code: "request_not_json",
+			body: utf16(`{` + msgs + `,"tools":[` + fn + `]}`)},
+		{name: "tool of another type with a function", code: "tools_ambiguous", goServer: true,
+			body: `{` + msgs + `,"tools":[{"type":"custom","function":{"name":"click"}}]}`},
+		{name: "tools not an array", code: "tools_ambiguous",
+			body: `{` + msgs + `,"tools":{"0":` + fn + `}}`},
+		{name: "nested past 10,000 levels", code: "request_not_json",
+			body: `{` + msgs + `,"metadata":` + strings.Repeat(`[`, 10001) + strings.Repeat(`]`, 10001) + `,"tools":[` + fn + `]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.goServer {
+				var v serverView
+				if err := json.Unmarshal([]byte(tt.body), &v); err != nil || !hasClick(v) {
+					t.Fatalf("the test's premise fails: a Go server would not declare click (%v)", err)
+				}
+			}
+			up := newUpstream(t, reply{Body: toolReply(`{}`, clickCall("c1", `"{}"`))})
+			srv, _ := guard(t, up, nil)
+			resp, body := post(t, srv, "/v1/chat/completions", tt.body)
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400: %.300s", resp.StatusCode, body)
+			}
+			if got := mustJSON(t, body).Get("error.code").String(); got != tt.code {
+				t.Errorf("code %q, want %q: %.300s", got, tt.code, body)
+			}
+			if len(body) > 2000 {
+				t.Errorf("a %d-byte error body", len(body))
+			}
+			if n := len(up.requests()); n != 0 {
+				t.Errorf("forwarded %d requests", n)
+			}
+		})
+	}
+}
+
+func hasClick(v serverView) bool {
+	for _, t := range v.Tools {
+		if t.Function != nil && t.Function.Name == "click" {
+			return true
+		}
+	}
+	return false
+}
+
+func utf16(s string) string {
+	var b strings.Builder
+	b.WriteString("\xff\xfe")
+	for _, c := range []byte(s) {
+		b.WriteByte(c)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// TestAmbiguousPathsAreRefused: a path that some upstream routes to the
+// chat completion route but toolguard would not is refused.
+func TestAmbiguousPathsAreRefused(t *testing.T) {
+	up := newUpstream(t, reply{Body: toolReply(`{}`, clickCall("c1", `"{}"`))})
+	srv, _ := guard(t, up, nil)
+	for _, path := range []string{
+		"/v1/chat%2Fcompletions", "/v1/chat%2fcompletions", "/v1/chat%5Ccompletions", `/v1/chat\completions`,
+		"/v1/./chat/completions", "/v1/x/../chat/completions", "/v1/%2e%2e/v1/chat/completions", "/v1//chat/completions",
+		"/v1/Chat/Completions", "/v1/chat/completions/", "/v1/chat/completions;x=1", "/v1/chat/completions%00",
+	} {
+		resp, body := rawRequest(t, srv.URL, "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "+
+			fmt.Sprint(len(clickRequest("")))+"\r\nConnection: close\r\n\r\n"+clickRequest(""))
+		if resp.StatusCode != http.StatusBadRequest || mustJSON(t, body).Get("error.code").String() != "invalid_path" {
+			t.Errorf("%s: status %d body %s", path, resp.StatusCode, body)
+		}
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("forwarded %d requests", n)
+	}
+}
+
+// rawRequest writes req on a new connection to base and reads one response.
+func rawRequest(t *testing.T, base, req string) (*http.Response, []byte) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp, body
+}
+
+// TestChatRouteMethods: a completion is created with POST only; the other
+// methods that could make an upstream generate are refused.
+func TestChatRouteMethods(t *testing.T) {
+	up := newUpstream(t, reply{Body: `{"data":[]}`})
+	srv, _ := guard(t, up, nil)
+	tests := []struct {
+		method, body string
+		header       http.Header
+		want         int
+	}{
+		{method: "PUT", body: clickRequest(""), want: 405},
+		{method: "PATCH", body: clickRequest(""), want: 405},
+		{method: "DELETE", want: 405},
+		{method: "GET", body: clickRequest(""), want: 405},
+		{method: "GET", want: 200}, // listing stored completions
+		{method: "GET", header: http.Header{"X-Http-Method-Override": {"POST"}}, want: 405},
+		{method: "POST", body: clickRequest(""), header: http.Header{"X-Http-Method-Override": {"PUT"}}, want: 405},
+	}
+	for _, tt := range tests {
+		resp, body := do(t, t.Context(), srv, tt.method, "/v1/chat/completions", tt.body, tt.header)
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s %v: status %d, want %d: %s", tt.method, tt.header, resp.StatusCode, tt.want, body)
+		}
+	}
+	if got := up.requests(); len(got) != 1 || got[0].Method != "GET" {
+		t.Errorf("the upstream got %d requests, want the one GET", len(got))
+	}
+}
+
+// TestUpgradesAreRefused: a WebSocket or h2c upgrade would open a tunnel to
+// the upstream with nothing inspected inside it.
+func TestUpgradesAreRefused(t *testing.T) {
+	up := newUpstream(t, reply{Body: `{}`})
+	srv, _ := guard(t, up, nil)
+	for _, req := range []string{
+		"GET /v1/responses HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+		"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nContent-Length: 2\r\n\r\n{}",
+	} {
+		resp, body := rawRequest(t, srv.URL, req)
+		if resp.StatusCode != http.StatusBadRequest || mustJSON(t, body).Get("error.code").String() != "upgrade_refused" {
+			t.Errorf("status %d body %s", resp.StatusCode, body)
+		}
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("forwarded %d requests", n)
+	}
+}
+
+// TestRequestTrailersAreDropped: a trailer (here the client's key) would
+// reach the upstream after the body toolguard read.
+func TestRequestTrailersAreDropped(t *testing.T) {
+	got := make(chan http.Header, 1)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		got <- r.Trailer.Clone()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"data":[]}`)
+	}))
+	defer upstream.Close()
+	srv, _ := guard(t, &fakeUpstream{Server: upstream}, func(c *policy.Config) { c.APIKeys = []string{"client-key-1234"} })
+	body := "5\r\nhello\r\n0\r\nAuthorization: Bearer client-key-1234\r\nX-Trailer: x\r\n\r\n"
+	for _, path := range []string{"/v1/files", "/v1/chat/completions"} {
+		if path == "/v1/chat/completions" {
+			b := clickRequest("")
+			body = fmt.Sprintf("%x\r\n%s\r\n0\r\nAuthorization: Bearer client-key-1234\r\n\r\n", len(b), b)
+		}
+		resp, rb := rawRequest(t, srv.URL, "POST "+path+" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer client-key-1234\r\nTrailer: Authorization\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"+body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d %s", path, resp.StatusCode, rb)
+		}
+		if tr := <-got; len(tr) != 0 {
+			t.Errorf("%s: the upstream got trailers %v", path, tr)
+		}
+	}
+}
+
+// TestCompressedRequestBodies: an inspected body is decoded as the upstream
+// would decode it (bounded), or refused.
+func TestCompressedRequestBodies(t *testing.T) {
+	gz := func(s string) string {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		io.WriteString(w, s)
+		w.Close()
+		return b.String()
+	}
+	up := newUpstream(t, reply{Body: toolReply(`{}`, clickCall("c1", `"{\"selector\": \"#a\",}"`))})
+	srv, _ := guard(t, up, func(c *policy.Config) { c.MaxBodyBytes = 1 << 20 })
+	resp, body := do(t, t.Context(), srv, "POST", "/v1/chat/completions", gz(clickRequest("")), http.Header{"Content-Encoding": {"gzip"}})
+	if resp.StatusCode != 200 || header(resp, "X-Toolguard-Outcome") != "repaired" {
+		t.Errorf("gzip: status %d outcome %q: %s", resp.StatusCode, header(resp, "X-Toolguard-Outcome"), body)
+	}
+	if got := up.requests(); len(got) != 1 || string(got[0].Body) != clickRequest("") || got[0].Header.Get("Content-Encoding") != "" {
+		t.Errorf("the upstream did not get the decoded body")
+	}
+	bomb := gz(`{"model":"m","messages":[],"metadata":"` + strings.Repeat("a", 2<<20) + `"}`)
+	if resp, body := do(t, t.Context(), srv, "POST", "/v1/chat/completions", bomb, http.Header{"Content-Encoding": {"gzip"}}); resp.StatusCode != 413 {
+		t.Errorf("a body that decodes past the limit: status %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, t.Context(), srv, "POST", "/v1/chat/completions", "x", http.Header{"Content-Encoding": {"br"}}); resp.StatusCode != 415 {
+		t.Errorf("br: status %d %s", resp.StatusCode, body)
+	}
+	if n := len(up.requests()); n != 1 {
+		t.Errorf("%d upstream requests, want 1", n)
+	}
+}
+
+// TestOverLimitBodyIsAnsweredNotReset: a client that writes its whole body
+// before it reads must read the 413, not a connection reset.
+func TestOverLimitBodyIsAnsweredNotReset(t *testing.T) {
+	up := newUpstream(t, reply{Body: `{}`})
+	srv, _ := guard(t, up, func(c *policy.Config) { c.MaxBodyBytes = 64 << 10 })
+	big := `{"model":"m","messages":[],"metadata":"` + strings.Repeat("a", 4<<20) + `"}`
+	for _, framing := range []string{"length", "chunked"} {
+		for _, path := range []string{"/v1/chat/completions", "/v1/files"} {
+			head := "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+			body := big
+			if framing == "length" {
+				head += fmt.Sprintf("Content-Length: %d\r\n\r\n", len(big))
+			} else {
+				head += "Transfer-Encoding: chunked\r\n\r\n"
+				body = fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(big), big)
+			}
+			resp, rb := rawRequest(t, srv.URL, head+body)
+			if resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Errorf("%s %s: status %d %s", framing, path, resp.StatusCode, rb)
+			}
+		}
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("forwarded %d requests", n)
+	}
+}
