@@ -14,7 +14,6 @@ import (
 
 	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/policy"
-	"github.com/toolguard/toolguard/repair"
 )
 
 // outcome is what toolguard did with a response, as the client is told in
@@ -91,9 +90,14 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if mode.Repairs() {
-			var edits []repair.Edit
-			if body, edits = mendHistory(body); len(edits) > 0 {
-				h.log.InfoContext(r.Context(), "mended tool calls in the request's history", "edits", editSummary(edits))
+			mended, edits, err := mendHistory(body)
+			if err != nil {
+				writeFailed(err).write(w)
+				return
+			}
+			if body = mended; len(edits) > 0 {
+				h.log.InfoContext(r.Context(), "mended tool calls in the request's history",
+					"count", len(edits), "edits", editSummary(edits[:min(len(edits), 20)]))
 			}
 		}
 		tools = declaredTools(body)

@@ -238,14 +238,20 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"functions":[{"name":"f"}],"messages":[]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		declaredTools(in)
-		if !gjson.ValidBytes(in) {
-			return // forwarded as it is
+		if strictJSON(in, chatRequestShape) != nil {
+			return // refused
 		}
-		once, _ := mendHistory(in)
+		once, _, err := mendHistory(in)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !gjson.ValidBytes(once) {
 			t.Fatalf("mended request is not JSON: %s", once)
 		}
-		twice, edits := mendHistory(once)
+		twice, edits, err := mendHistory(once)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !bytes.Equal(once, twice) || len(edits) != 0 {
 			t.Fatalf("mending twice changed the request again: %v", edits)
 		}

@@ -1,11 +1,18 @@
 package proxy
 
 import (
-	"strconv"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/repair"
 )
+
+// maxHistoryFixes bounds the calls mended in one request's history; the
+// calls past it go upstream as the client sent them.
+const maxHistoryFixes = 256
 
 // mendHistory applies the syntax step of the ladder to the tool calls of the
 // assistant messages a client sends back: a conversation whose history holds
@@ -13,16 +20,22 @@ import (
 // rejected by some providers on every later turn. Only form is mended, never
 // meaning; arguments that cannot be made a JSON object are left as they are.
 // It returns the body unchanged, byte for byte, when nothing needed mending.
-func mendHistory(body []byte) ([]byte, []repair.Edit) {
+// The mended body is built in one pass (the work is linear in the body
+// however many calls are mended), and at most maxHistoryFixes calls are
+// mended: history mending is a courtesy to the provider, and the calls past
+// the bound go as the client sent them. A mended body that cannot be
+// built is an error.
+func mendHistory(body []byte) ([]byte, []repair.Edit, error) {
 	var edits []repair.Edit
-	type fix struct{ path, args string }
-	var fixes []fix
-	gjson.GetBytes(body, "messages").ForEach(func(mi, m gjson.Result) bool {
+	var fixes []splice
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
 		if m.Get("role").String() != "assistant" {
 			return true
 		}
-		prefix := "messages." + mi.String() + "."
-		check := func(path string, args gjson.Result) {
+		check := func(args gjson.Result, at gjson.Result, field string) {
+			if len(fixes) == maxHistoryFixes {
+				return
+			}
 			if args.Type == gjson.String && gjson.Valid(args.Str) && gjson.Parse(args.Str).IsObject() {
 				return
 			}
@@ -34,26 +47,52 @@ func mendHistory(body []byte) ([]byte, []repair.Edit) {
 			if err != nil || len(e) == 0 {
 				return
 			}
-			edits = append(edits, e...)
-			fixes = append(fixes, fix{path, jsonString(string(mended))})
+			val := jsonString(string(mended))
+			if args.Exists() {
+				fixes = append(fixes, splice{start: args.Index, end: args.Index + len(args.Raw), with: []byte(val)})
+				edits = append(edits, e...)
+				return
+			}
+			// No arguments member: add one at the start of the object
+			// that lacks it (a call with no function object is left).
+			obj := at
+			if field != "" {
+				obj = at.Get(field)
+			}
+			if obj.IsObject() {
+				sep := ","
+				if strings.TrimSpace(obj.Raw[1:len(obj.Raw)-1]) == "" {
+					sep = ""
+				}
+				fixes = append(fixes, splice{start: obj.Index + 1, end: obj.Index + 1, with: []byte(`"arguments":` + val + sep)})
+				edits = append(edits, e...)
+			}
 		}
 		if tcs := m.Get("tool_calls"); tcs.IsArray() {
-			tcs.ForEach(func(ci, c gjson.Result) bool {
+			tcs.ForEach(func(_, c gjson.Result) bool {
 				if c.IsObject() {
-					check(prefix+"tool_calls."+strconv.Itoa(int(ci.Int()))+".function.arguments", c.Get("function.arguments"))
+					check(c.Get("function.arguments"), c, "function")
 				}
 				return true
 			})
 		}
 		if fc := m.Get("function_call"); fc.IsObject() {
-			check(prefix+"function_call.arguments", fc.Get("arguments"))
+			check(fc.Get("arguments"), fc, "")
 		}
 		return true
 	})
 	for _, f := range fixes {
-		body = patch(body, f.path, f.args)
+		if f.start <= 0 {
+			return nil, nil, errors.New("mend history: the position of a call's arguments is unknown")
+		}
 	}
-	return body, edits
+	// A message's function_call may come before its tool_calls.
+	slices.SortFunc(fixes, func(a, b splice) int { return a.start - b.start })
+	out, err := applySplices(body, fixes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mend history: %w", err)
+	}
+	return out, edits, nil
 }
 
 // editSummary names each edit by kind and path, without the values (they are
