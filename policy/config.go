@@ -106,6 +106,9 @@ type Config struct {
 	ShutdownTimeout time.Duration `env:"TOOLGUARD_SHUTDOWN_TIMEOUT" envDefault:"30s"`
 
 	SchemaCacheSize int `env:"TOOLGUARD_SCHEMA_CACHE_SIZE" envDefault:"1024"`
+	// SchemaCacheBytes bounds the memory of the compiled schemas cached,
+	// estimated at 64 times a schema's bytes.
+	SchemaCacheBytes int64 `env:"TOOLGUARD_SCHEMA_CACHE_BYTES" envDefault:"268435456"`
 
 	LogFormat string `env:"TOOLGUARD_LOG_FORMAT" envDefault:"json"`
 	LogLevel  string `env:"TOOLGUARD_LOG_LEVEL" envDefault:"info"`
@@ -270,6 +273,9 @@ func (c Config) problems() []problem {
 	}
 	if c.SchemaCacheSize <= 0 || c.SchemaCacheSize > 1_000_000 {
 		bad("TOOLGUARD_SCHEMA_CACHE_SIZE", "%d is out of range: 1 to 1000000", c.SchemaCacheSize)
+	}
+	if c.SchemaCacheBytes < 16<<20 {
+		bad("TOOLGUARD_SCHEMA_CACHE_BYTES", "%d is too small: at least 16777216 (16 MiB), the estimate for one schema of the largest size", c.SchemaCacheBytes)
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		bad("TOOLGUARD_LOG_FORMAT", "%q is not one of json, text", c.LogFormat)

@@ -34,6 +34,7 @@ func TestDefaults(t *testing.T) {
 		IdleTimeout:            2 * time.Minute,
 		ShutdownTimeout:        30 * time.Second,
 		SchemaCacheSize:        1024,
+		SchemaCacheBytes:       256 << 20,
 		LogFormat:              "json",
 		LogLevel:               "info",
 		LogArguments:           true,

@@ -23,6 +23,10 @@ type call struct {
 	edits   []repair.Edit
 	errs    []validate.Error
 	attempt int // 0 for the first response, n for the n-th re-ask
+	// unchecked: the arguments passed as a JSON object without a check
+	// against the schema (it does not compile, or checking would cost more
+	// than the work budget).
+	unchecked bool
 }
 
 func (c *call) valid() bool { return c.errs == nil }
@@ -112,7 +116,13 @@ func (ex *exchange) checkCut(raw gjson.Result, legacy bool, attempt int, mend, c
 	}
 	if c.tool == nil {
 		c.args = []byte(argsField.String())
-		c.errs = []validate.Error{{Keyword: "tool", Message: fmt.Sprintf("tool %q is not declared; the declared tools are: %s", c.name, strings.Join(ex.tools.names, ", "))}}
+		names := ex.tools.names
+		more := ""
+		if len(names) > 20 {
+			names, more = names[:20], fmt.Sprintf(" and %d more", len(names)-20)
+		}
+		c.errs = []validate.Error{{Keyword: "tool", Message: fmt.Sprintf("tool %q is not declared; the declared tools are: %s%s",
+			clipString(c.name, 64), clipString(strings.Join(names, ", "), 1000), more)}}
 		return c
 	}
 	rules := ex.rulesOf(c)
@@ -128,6 +138,19 @@ func (ex *exchange) checkCut(raw gjson.Result, legacy bool, attempt int, mend, c
 		CutOff:       cutOff,
 	})
 	c.args, c.edits, c.errs = res.Args, res.Edits, res.Errors
+	switch {
+	case s == nil && c.errs == nil:
+		c.unchecked = true
+	case validate.Unchecked(c.errs):
+		// Over the work budget: like a schema that does not compile, the
+		// arguments must still be a JSON object.
+		if gjson.ValidBytes(c.args) && gjson.ParseBytes(c.args).IsObject() {
+			c.errs, c.unchecked = nil, true
+			ex.h.log.WarnContext(ex.ctx, "tool call not checked: validating it would exceed the work budget", "tool", c.tool.name, "call_id", c.id)
+		} else {
+			c.errs = []validate.Error{{Keyword: "type", Message: "arguments must be a JSON object"}}
+		}
+	}
 	if nameEdit != nil {
 		c.edits = append([]repair.Edit{*nameEdit}, c.edits...)
 	}

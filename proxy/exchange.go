@@ -26,6 +26,10 @@ const (
 	outcomeRepaired outcome = "repaired" // made valid locally
 	outcomeReasked  outcome = "reasked"  // made valid by asking the model again
 	outcomeFailed   outcome = "failed"   // some calls could not be made valid
+	// outcomeUnchecked: some calls passed as JSON objects without a check,
+	// because their tool's schema does not compile or checking them would
+	// cost more than the work budget.
+	outcomeUnchecked outcome = "unchecked"
 )
 
 // exchange is one inspected chat completion: the client's request, the

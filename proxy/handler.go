@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -69,6 +70,7 @@ func New(o Options) (*Handler, error) {
 		keys:     newKeyring(o.Config.APIKeys),
 		slots:    newSlots(o.Config.MaxConcurrentUpstream),
 	}
+	h.schemas.SetMaxBytes(o.Config.SchemaCacheBytes)
 	h.secrets = upstreamSecrets(o.Config)
 	h.metrics = newMetrics(h.schemas)
 	if h.rt == nil {
@@ -276,9 +278,13 @@ func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error
 	ae.write(w)
 }
 
+// clipString cuts s to at most n bytes, at a rune boundary, marking the cut.
 func clipString(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "..."
 }

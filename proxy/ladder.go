@@ -201,6 +201,10 @@ func (ex *exchange) decide(failed bool) outcome {
 	switch {
 	case failed:
 		ex.outcome = outcomeFailed
+	case ex.anyUnchecked():
+		// Said before reasked and repaired, whose counts the other headers
+		// carry: an operator must see that a call went through unchecked.
+		ex.outcome = outcomeUnchecked
 	case ex.reasks > 0:
 		ex.outcome = outcomeReasked
 	case ex.repairs() > 0:
@@ -211,6 +215,17 @@ func (ex *exchange) decide(failed bool) outcome {
 		ex.outcome = outcomeNone
 	}
 	return ex.outcome
+}
+
+// anyUnchecked reports whether a call that reached the client was not
+// checked against its schema.
+func (ex *exchange) anyUnchecked() bool {
+	for _, c := range ex.calls {
+		if c.valid() && c.unchecked {
+			return true
+		}
+	}
+	return false
 }
 
 func firstInvalid(choices []*choice) *choice {
@@ -329,24 +344,35 @@ type callDetail struct {
 
 // failureError is the error the client gets when calls stay invalid.
 func (ex *exchange) failureError(choices []*choice) *apiError {
+	// The message names the first few calls, details the first
+	// maxDetailedCalls: a reply of thousands of invalid calls must not make
+	// a failure body of megabytes.
+	const named, maxDetailedCalls = 5, 64
 	var details []callDetail
 	var names []string
+	invalid := 0
 	for _, ch := range choices {
 		for _, c := range ch.calls {
 			if c.valid() {
 				continue
 			}
-			details = append(details, callDetail{Choice: ch.pos, Tool: c.name, CallID: c.id, Errors: errorDetails(c)})
-			names = append(names, fmt.Sprintf("%s (%s): %s", c.name, c.id, describeErrors(c)))
+			invalid++
+			if len(details) < maxDetailedCalls {
+				details = append(details, callDetail{Choice: ch.pos, Tool: clipString(c.name, 128), CallID: clipString(c.id, 128), Errors: errorDetails(c)})
+			}
+			if len(names) < named {
+				names = append(names, fmt.Sprintf("%s (%s): %s", clipString(c.name, 64), clipString(c.id, 64), clipString(describeErrors(c), 500)))
+			}
 		}
 	}
-	// The message names the first few calls; details has them all.
-	const named = 5
-	if len(names) > named {
-		names = append(names[:named], fmt.Sprintf("and %d more", len(names)-named))
+	if invalid > named {
+		names = append(names, fmt.Sprintf("and %d more", invalid-named))
 	}
 	msg := fmt.Sprintf("toolguard: %d tool call(s) could not be made valid after %d re-ask(s): %s",
-		len(details), ex.reasks, strings.Join(names, "; "))
+		invalid, ex.reasks, strings.Join(names, "; "))
+	if invalid > len(details) {
+		msg += fmt.Sprintf(" (details lists the first %d)", len(details))
+	}
 	if ex.gaveUp != "" {
 		// The reason may quote an upstream's error body, which may echo a
 		// configured key (the fallback's is not the client's to see).

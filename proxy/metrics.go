@@ -99,11 +99,11 @@ func newMetrics(schemas *validate.Cache) *metrics {
 		}, []string{"route", "code"}),
 		completions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolguard_chat_completions_total",
-			Help: "Inspected chat completions, by outcome (none, valid, repaired, reasked, failed).",
+			Help: "Inspected chat completions, by outcome (none, valid, repaired, reasked, failed, unchecked).",
 		}, []string{"outcome"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolguard_tool_calls_total",
-			Help: "Tool calls the model sent, by tool and outcome: valid as received, repaired locally, reasked (sent back to the model with its errors), failed (still invalid when toolguard gave up).",
+			Help: "Tool calls the model sent, by tool and outcome: valid as received, repaired locally, reasked (sent back to the model with its errors), failed (still invalid when toolguard gave up), unchecked (passed as a JSON object because its schema could not be checked).",
 		}, []string{"tool", "outcome"}),
 		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolguard_repairs_total",
@@ -153,7 +153,7 @@ func newMetrics(schemas *validate.Cache) *metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	// Known series start at zero so that rates work from the first scrape.
-	for _, o := range []outcome{outcomeNone, outcomeValid, outcomeRepaired, outcomeReasked, outcomeFailed} {
+	for _, o := range []outcome{outcomeNone, outcomeValid, outcomeRepaired, outcomeReasked, outcomeFailed, outcomeUnchecked} {
 		m.byOutcome[o] = m.completions.WithLabelValues(string(o))
 	}
 	return m
@@ -190,6 +190,8 @@ func (m *metrics) exchange(ex *exchange) {
 			o = outcomeReasked
 		case !c.valid():
 			o = outcomeFailed
+		case c.unchecked:
+			o = outcomeUnchecked
 		case len(c.edits) > 0:
 			o = outcomeRepaired
 		default:

@@ -102,16 +102,18 @@ func TestMetricsAfterScriptedTraffic(t *testing.T) {
 		// The first scrape is counted once it is done.
 		"toolguard_requests_total{code=200,route=/metrics}": 1,
 
-		"toolguard_chat_completions_total{outcome=none}":     0,
-		"toolguard_chat_completions_total{outcome=valid}":    2, // the last one's schema did not compile
-		"toolguard_chat_completions_total{outcome=repaired}": 1,
-		"toolguard_chat_completions_total{outcome=reasked}":  1,
-		"toolguard_chat_completions_total{outcome=failed}":   1,
+		"toolguard_chat_completions_total{outcome=none}":      0,
+		"toolguard_chat_completions_total{outcome=valid}":     1,
+		"toolguard_chat_completions_total{outcome=unchecked}": 1, // its schema did not compile
+		"toolguard_chat_completions_total{outcome=repaired}":  1,
+		"toolguard_chat_completions_total{outcome=reasked}":   1,
+		"toolguard_chat_completions_total{outcome=failed}":    1,
 
-		"toolguard_tool_calls_total{outcome=valid,tool=click}":    3, // two first answers, one correction
-		"toolguard_tool_calls_total{outcome=repaired,tool=click}": 1,
-		"toolguard_tool_calls_total{outcome=reasked,tool=click}":  3, // one in the third request, two in the fourth
-		"toolguard_tool_calls_total{outcome=failed,tool=click}":   1,
+		"toolguard_tool_calls_total{outcome=valid,tool=click}":     2, // a first answer, one correction
+		"toolguard_tool_calls_total{outcome=unchecked,tool=click}": 1, // the schema that did not compile
+		"toolguard_tool_calls_total{outcome=repaired,tool=click}":  1,
+		"toolguard_tool_calls_total{outcome=reasked,tool=click}":   3, // one in the third request, two in the fourth
+		"toolguard_tool_calls_total{outcome=failed,tool=click}":    1,
 
 		"toolguard_repairs_total{kind=wrap-value}": 1,
 		"toolguard_reasks_total":                   3,

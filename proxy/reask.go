@@ -122,7 +122,7 @@ func (ex *exchange) feedback(ch *choice, attempt int) []string {
 		var b strings.Builder
 		for _, c := range ch.calls {
 			if !c.valid() {
-				b.WriteString(feedbackText(c))
+				b.WriteString(feedbackTextWithin(c, maxFeedbackBytes-b.Len()))
 				b.WriteString("\n")
 			}
 		}
@@ -133,18 +133,35 @@ func (ex *exchange) feedback(ch *choice, attempt int) []string {
 		out = append(out, `{"role":"function","name":`+jsonString(calls[0].name)+`,"content":`+jsonString(feedbackText(calls[0]))+`}`)
 	default:
 		out = append(out, `{"role":"assistant","content":`+ch.lastContent+`,"tool_calls":[`+strings.Join(parts, ",")+`]}`)
+		room := maxFeedbackBytes
 		for i, c := range calls {
-			out = append(out, `{"role":"tool","tool_call_id":`+jsonString(ids[i])+`,"content":`+jsonString(feedbackText(c))+`}`)
+			text := feedbackTextWithin(c, room)
+			room -= len(text)
+			out = append(out, `{"role":"tool","tool_call_id":`+jsonString(ids[i])+`,"content":`+jsonString(text)+`}`)
 		}
 	}
 	out = append(out, `{"role":"user","content":`+jsonString(reaskInstruction)+`}`)
 	return out
 }
 
+// maxFeedbackBytes bounds what one re-ask tells the model about its calls'
+// errors (each call's errors are bounded by validate.MaxErrors): past it,
+// the remaining invalid calls are only said to be invalid.
+const maxFeedbackBytes = 64 << 10
+
 // feedbackText is what the model is told about one of its calls.
 func feedbackText(c *call) string {
+	return feedbackTextWithin(c, maxFeedbackBytes)
+}
+
+// feedbackTextWithin is feedbackText for a call whose errors may take at
+// most room bytes.
+func feedbackTextWithin(c *call, room int) string {
 	if c.valid() {
 		return "This call is valid and has been kept; do not send it again."
+	}
+	if room <= 0 {
+		return fmt.Sprintf("Error: this call to %q was not executed because its arguments are invalid (its errors are left out: the other calls' errors are long). Call the tool again with arguments that satisfy its parameters schema.", c.name)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Error: this call to %q was not executed because its arguments are invalid:\n", c.name)

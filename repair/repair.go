@@ -11,8 +11,8 @@ import (
 )
 
 // MaxInput is the largest arguments field, in bytes, that is mended. Larger
-// arguments are only checked: mending costs a few passes over the text, and a
-// call that size is better asked again than patched.
+// arguments are only validated: mending costs a few passes over the text, and
+// a call that size is better asked again than patched.
 const MaxInput = 1 << 20
 
 // Options choose the steps of the ladder that run.
@@ -49,10 +49,8 @@ func (r Result) Valid() bool { return r.Errors == nil }
 // arguments must only be a JSON object.
 func Arguments(raw []byte, s *validate.Schema, opts Options) Result {
 	if len(raw) > MaxInput {
-		return Result{Args: raw, Errors: []validate.Error{{
-			Keyword: "size",
-			Message: fmt.Sprintf("arguments are %d bytes, more than the %d that are mended", len(raw), MaxInput),
-		}}}
+		// Checked, not mended.
+		opts.Syntax, opts.SchemaGuided = false, false
 	}
 	text, edits, ferr := field(raw, opts.Syntax)
 	if ferr != nil {

@@ -23,27 +23,46 @@ type Cache struct {
 	OnCompileError func(raw []byte, err error)
 
 	hits, misses, failures atomic.Uint64
+
+	maxBytes int64 // 0: bounded by count only
+	bytes    atomic.Int64
 }
 
 type entry struct {
-	s   *Schema
-	err error
+	s      *Schema
+	err    error
+	weight int64
 }
 
 // Stats are the cache's counters since it was made.
 type Stats struct {
 	Hits, Misses, CompileErrors uint64
 	Size                        int
+	Bytes                       int64 // estimated memory held (see Weight)
 }
 
 // NewCache returns a cache holding at most size schemas; size must be > 0.
+// SetMaxBytes bounds it by memory as well.
 func NewCache(size int) *Cache {
-	l, err := lru.New[[sha256.Size]byte, entry](size)
+	c := &Cache{}
+	l, err := lru.NewWithEvict(size, func(_ [sha256.Size]byte, e entry) { c.bytes.Add(-e.weight) })
 	if err != nil {
 		panic("validate: NewCache: " + err.Error())
 	}
-	return &Cache{lru: l}
+	c.lru = l
+	return c
 }
+
+// SetMaxBytes bounds the memory the cached schemas hold, as estimated by
+// Weight; least recently used schemas are evicted past it. It must be called
+// before the cache is used.
+func (c *Cache) SetMaxBytes(n int64) { c.maxBytes = n }
+
+// Weight estimates the memory a compiled schema of raw's size holds: the
+// compiled form of real schemas takes 20 to 60 times their bytes (a flat
+// 257 KB schema holds 5.4 MB live; nested ones more), so 64 times is an upper
+// estimate, plus a fixed part for the smallest.
+func Weight(raw []byte) int64 { return 64*int64(len(raw)) + 4096 }
 
 // Get returns the compiled schema for raw, compiling it on first use.
 // Concurrent calls for the same new schema compile it once.
@@ -60,8 +79,15 @@ func (c *Cache) Get(raw []byte) (*Schema, error) {
 		}
 		// The cache keeps the bytes beyond the request that brought them.
 		s, err := Compile(append([]byte(nil), raw...))
-		e := entry{s: s, err: err}
+		e := entry{s: s, err: err, weight: Weight(raw)}
+		if err != nil {
+			e.weight = 256 // a failure keeps no compiled form
+		}
+		c.bytes.Add(e.weight)
 		c.lru.Add(key, e)
+		for c.maxBytes > 0 && c.bytes.Load() > c.maxBytes && c.lru.Len() > 1 {
+			c.lru.RemoveOldest()
+		}
 		if err != nil {
 			c.failures.Add(1)
 			if c.OnCompileError != nil {
@@ -81,5 +107,6 @@ func (c *Cache) Stats() Stats {
 		Misses:        c.misses.Load(),
 		CompileErrors: c.failures.Load(),
 		Size:          c.lru.Len(),
+		Bytes:         c.bytes.Load(),
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -25,6 +26,7 @@ type Schema struct {
 	compiled *jsonschema.Schema
 	raw      []byte
 	doc      any
+	patterns map[string]*compiledPattern // for the budget walk
 }
 
 // Raw returns the schema's bytes as the client sent them.
@@ -45,6 +47,13 @@ func Compile(raw []byte) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode schema: %w", err)
 	}
+	if e := checkNumbers(doc, ""); e != nil {
+		return nil, fmt.Errorf("compile schema: at %s: %w", e.Path, ErrSchemaTooLarge{e.Message})
+	}
+	patterns, err := compilePatterns(doc)
+	if err != nil {
+		return nil, fmt.Errorf("compile schema: %w", err)
+	}
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.LoadURL = func(url string) (io.ReadCloser, error) {
@@ -57,7 +66,7 @@ func Compile(raw []byte) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{compiled: compiled, raw: raw, doc: doc}, nil
+	return &Schema{compiled: compiled, raw: raw, doc: doc, patterns: patterns}, nil
 }
 
 // compile shields the caller from panics in the compiler: the schema comes
@@ -103,15 +112,33 @@ func (s *Schema) Validate(v any) []Error {
 			Message: "expected object, but got " + jsonType(v),
 		}}
 	}
+	if e := checkNumbers(v, ""); e != nil {
+		return []Error{*e}
+	}
+	if _, err := s.cost(v, MaxSteps); err != nil {
+		return []Error{{Keyword: KeywordBudget, Message: fmt.Sprintf(
+			"validating these arguments against this schema would take more than %d steps, so they were not checked", MaxSteps)}}
+	}
 	err := validateValue(s.compiled, v)
 	if err == nil {
 		return nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return []Error{{Keyword: "schema", Message: err.Error()}}
+		return []Error{{Keyword: "schema", Message: clipRunes(err.Error(), maxMessage)}}
 	}
-	return flatten(ve)
+	return s.flatten(ve)
+}
+
+// KeywordBudget is the keyword of the one error Validate returns for
+// arguments it did not check because checking them would cost more than
+// MaxSteps (see Unchecked).
+const KeywordBudget = "budget"
+
+// Unchecked reports whether errs says the arguments were not checked (over
+// the work budget), rather than that they are invalid.
+func Unchecked(errs []Error) bool {
+	return len(errs) == 1 && errs[0].Keyword == KeywordBudget
 }
 
 // ValidateJSON decodes the arguments and validates them. A syntax error is
@@ -133,19 +160,36 @@ func validateValue(s *jsonschema.Schema, v any) (err error) {
 	return s.Validate(v)
 }
 
+// MaxErrors bounds the errors kept for one call, and maxMessage the length
+// of each message: errors go back to the model and into the client's error
+// body, and an enum of thousands of values failing for thousands of items
+// must not make megabytes of either.
+const (
+	MaxErrors  = 16
+	maxMessage = 300
+)
+
 // flatten keeps the leaves of the library's error tree: the keywords that
-// actually failed, not the schemas that contain them.
-func flatten(ve *jsonschema.ValidationError) []Error {
+// actually failed, not the schemas that contain them. It keeps at most
+// MaxErrors of them, and says how many more there were in the last.
+func (s *Schema) flatten(ve *jsonschema.ValidationError) []Error {
 	var out []Error
+	more := 0
 	var walk func(*jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
-			out = append(out, Error{
+			if len(out) == MaxErrors {
+				more++
+				return
+			}
+			ferr := Error{
 				Path:       unescape(e.InstanceLocation),
 				Keyword:    lastSegment(e.KeywordLocation),
 				SchemaPath: unescape(fragment(e.AbsoluteKeywordLocation)),
 				Message:    e.Message,
-			})
+			}
+			ferr.Message = s.message(ferr)
+			out = append(out, ferr)
 			return
 		}
 		for _, c := range e.Causes {
@@ -153,7 +197,52 @@ func flatten(ve *jsonschema.ValidationError) []Error {
 		}
 	}
 	walk(ve)
+	if more > 0 {
+		out[len(out)-1].Message += fmt.Sprintf(" (and %d more errors not listed)", more)
+	}
 	return out
+}
+
+// message bounds an error's message: an enum is described by its size and
+// a few of its values, never quoted whole, and any message is clipped.
+func (s *Schema) message(e Error) string {
+	if e.Keyword == "enum" {
+		if vals, ok := s.at(e.SchemaPath).([]any); ok && len(vals) > 3 {
+			var b strings.Builder
+			for i, v := range vals[:3] {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				j, _ := json.Marshal(v)
+				b.WriteString(clipRunes(string(j), 40))
+			}
+			return fmt.Sprintf("value must be one of the %d values the schema lists, such as %s", len(vals), b.String())
+		}
+	}
+	return clipRunes(e.Message, maxMessage)
+}
+
+// at returns the part of the schema at a JSON pointer, or nil.
+func (s *Schema) at(ptr string) any {
+	cur := s.doc
+	if ptr == "" {
+		return cur
+	}
+	for _, tok := range PointerTokens(ptr) {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		default:
+			return nil
+		}
+	}
+	return cur
 }
 
 // unescape turns the library's locations, JSON pointers whose tokens are

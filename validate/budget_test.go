@@ -1,0 +1,173 @@
+package validate
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// fanOut is the schema of the exponential-validation report: each level
+// refers to the next twice, so the validator would visit 2^levels schemas.
+func fanOut(levels int, allOf bool) string {
+	var defs []string
+	for i := range levels {
+		next := fmt.Sprintf(`{"$ref":"#/$defs/l%d"}`, i+1)
+		if allOf {
+			defs = append(defs, fmt.Sprintf(`"l%d":{"allOf":[%s,%s]}`, i, next, next))
+		} else {
+			defs = append(defs, fmt.Sprintf(`"l%d":{"anyOf":[%s,{"allOf":[%s]}]}`, i, next, next))
+		}
+	}
+	defs = append(defs, fmt.Sprintf(`"l%d":{"type":"object"}`, levels))
+	return `{"$ref":"#/$defs/l0","$defs":{` + strings.Join(defs, ",") + `}}`
+}
+
+// TestExponentialSchemaIsNotRun: the cost of validating one call is bounded
+// whatever the schema's references fan out to. The walk that counts it
+// stops at the budget; the call is reported unchecked, not validated.
+func TestExponentialSchemaIsNotRun(t *testing.T) {
+	for _, allOf := range []bool{false, true} {
+		s, err := Compile([]byte(fanOut(22, allOf)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := map[string]any{"a": "5"}
+		steps, err := s.cost(args, MaxSteps)
+		if !errors.Is(err, ErrOverBudget) || steps > MaxSteps+1 {
+			t.Errorf("allOf=%v: cost %d, %v: want the walk stopped at the budget", allOf, steps, err)
+		}
+		if errs := s.Validate(args); !Unchecked(errs) {
+			t.Errorf("allOf=%v: Validate = %v, want the call unchecked", allOf, errs)
+		}
+	}
+	// A handful of levels is cheap and validated as usual.
+	s, err := Compile([]byte(fanOut(4, true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps, err := s.cost(map[string]any{}, MaxSteps); err != nil || steps > 100 {
+		t.Errorf("4 levels: cost %d, %v", steps, err)
+	}
+	if errs := s.Validate(map[string]any{}); errs != nil {
+		t.Errorf("4 levels: %v", errs)
+	}
+}
+
+// TestRecursiveSchemaFanOutIsBounded: a schema that refers to itself twice
+// per level fans out with the depth of the arguments, not of the schema.
+func TestRecursiveSchemaFanOutIsBounded(t *testing.T) {
+	s, err := Compile([]byte(`{"type":"object","anyOf":[{"properties":{"a":{"$ref":"#"}}},{"properties":{"a":{"$ref":"#"}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep, _ := Decode([]byte(strings.Repeat(`{"a":`, 40) + `{}` + strings.Repeat(`}`, 40)))
+	if errs := s.Validate(deep); !Unchecked(errs) {
+		t.Errorf("40 levels, two branches each: %v, want unchecked", errs)
+	}
+	shallow, _ := Decode([]byte(`{"a":{"a":{}}}`))
+	if errs := s.Validate(shallow); errs != nil {
+		t.Errorf("3 levels: %v", errs)
+	}
+}
+
+// TestHugeNumbers: numbers the validator would compare as enormous exact
+// rationals are invalid arguments, and make a schema not compile.
+func TestHugeNumbers(t *testing.T) {
+	s, err := Compile([]byte(`{"type":"object","properties":{"n":{"type":"number","minimum":0}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"1e999999", "-1e400", "1e-999999", strings.Repeat("9", 1000)} {
+		_, errs := s.ValidateJSON([]byte(`{"n":` + n + `}`))
+		if len(errs) != 1 || errs[0].Keyword != "number" || errs[0].Path != "/n" || len(errs[0].Message) > 120 {
+			t.Errorf("%.20s: %v, want one number error at /n", n, errs)
+		}
+	}
+	if _, errs := s.ValidateJSON([]byte(`{"n":1.7976931348623157e308}`)); errs != nil {
+		t.Errorf("the largest float64: %v", errs)
+	}
+	for _, schema := range []string{
+		`{"type":"object","properties":{"n":{"enum":[1e999999]}}}`,
+		`{"type":"object","properties":{"n":{"const":1e999999}}}`,
+		`{"type":"object","properties":{"n":{"minimum":-1e999999}}}`,
+	} {
+		if _, err := Compile([]byte(schema)); err == nil {
+			t.Errorf("%s compiled", schema)
+		}
+	}
+}
+
+// TestPatternProgramSize: a pattern whose program is over the limit makes
+// the schema not compile; one under it costs steps in proportion to the text.
+func TestPatternProgramSize(t *testing.T) {
+	if _, err := Compile([]byte(`{"type":"object","properties":{"s":{"pattern":"(\\p{L}|\\p{N}){500}z"}}}`)); err == nil {
+		t.Error(`(\p{L}|\p{N}){500}z compiled`)
+	}
+	if _, err := Compile([]byte(`{"type":"object","patternProperties":{"(\\p{L}|\\p{N}){500}z":{}}}`)); err == nil {
+		t.Error(`the pattern as a patternProperties key compiled`)
+	}
+	s, err := Compile([]byte(`{"type":"object","properties":{"s":{"type":"string","pattern":"^[a-z]+@[a-z]+\\.[a-z]{2,}$"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := map[string]any{"s": strings.Repeat("a", 1<<20)}
+	steps, _ := s.cost(long, MaxSteps)
+	if steps < 1<<20/patternCostDivisor {
+		t.Errorf("a 1 MB string against a pattern cost %d steps", steps)
+	}
+}
+
+// TestErrorsAreBounded: an enum of hundreds of values failing for
+// thousands of properties makes at most MaxErrors errors, none quoting the enum.
+func TestErrorsAreBounded(t *testing.T) {
+	var enum []string
+	for i := range 300 {
+		enum = append(enum, fmt.Sprintf(`"value-%d"`, i))
+	}
+	s, err := Compile([]byte(`{"type":"object","additionalProperties":{"enum":[` + strings.Join(enum, ",") + `]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]string, 2000)
+	for i := range items {
+		items[i] = fmt.Sprintf(`"k%d":"nope"`, i)
+	}
+	_, errs := s.ValidateJSON([]byte(`{` + strings.Join(items, ",") + `}`))
+	if len(errs) != MaxErrors {
+		t.Fatalf("%d errors, want %d", len(errs), MaxErrors)
+	}
+	total := 0
+	for _, e := range errs {
+		total += len(e.Message)
+		if len(e.Message) > maxMessage+60 {
+			t.Errorf("a %d-byte message: %.200s", len(e.Message), e.Message)
+		}
+	}
+	if !strings.Contains(errs[0].Message, "one of the 300 values") || !strings.Contains(errs[len(errs)-1].Message, "1984 more errors") {
+		t.Errorf("messages: %q ... %q", errs[0].Message, errs[len(errs)-1].Message)
+	}
+	if total > 8<<10 {
+		t.Errorf("%d bytes of messages", total)
+	}
+}
+
+// TestCacheIsBoundedByBytes: the cache evicts by the estimated memory of
+// what it holds, not only by count.
+func TestCacheIsBoundedByBytes(t *testing.T) {
+	c := NewCache(1024)
+	const max = 4 << 20
+	c.SetMaxBytes(max)
+	for i := range 50 {
+		raw := fmt.Sprintf(`{"type":"object","description":%q}`, strings.Repeat(fmt.Sprint(i), 20000))
+		if _, err := c.Get([]byte(raw)); err != nil {
+			t.Fatal(err)
+		}
+		if st := c.Stats(); st.Bytes > max {
+			t.Fatalf("after %d schemas the cache holds an estimated %d bytes, over %d", i+1, st.Bytes, max)
+		}
+	}
+	if st := c.Stats(); st.Size >= 50 || st.Size == 0 {
+		t.Errorf("%d schemas kept", st.Size)
+	}
+}
