@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"regexp/syntax"
 	"strconv"
@@ -56,24 +57,195 @@ var errUnresolved = errors.New("reference the budget walk cannot follow")
 // cost counts the steps of validating v against the schema, stopping with
 // ErrOverBudget past max.
 func (s *Schema) cost(v any, max int) (int, error) {
-	w := &walker{root: s.doc, max: max, patterns: s.patterns}
-	err := w.walk(s.doc, v, 0)
-	if errors.Is(err, errUnresolved) {
-		err = ErrOverBudget
+	if s.plan == nil {
+		return 0, ErrOverBudget
 	}
+	w := &walker{max: max}
+	err := w.walk(s.plan, v, 0)
 	return w.steps, err
 }
 
-type walker struct {
-	root     any
-	steps    int
-	max      int
-	patterns map[string]*compiledPattern
+// A plan is a schema node made ready for the budget walk: the subschemas
+// that apply to the same value and to its members, with references
+// resolved. It is built once per schema, at compile time.
+type plan struct {
+	inPlace    []*plan // $ref, allOf, anyOf, oneOf, not, if, then, else
+	enumLen    int
+	pattern    *compiledPattern
+	props      map[string]*plan
+	patProps   []patternPlan
+	additional []*plan // additionalProperties, unevaluatedProperties
+	names      *plan   // propertyNames
+	deps       map[string]*plan
+	prefix     []*plan // prefixItems, or items as an array
+	items      []*plan // items, additionalItems, unevaluatedItems
+	contains   *plan
 }
 
 type compiledPattern struct {
 	re    *regexp.Regexp
 	insts int
+}
+
+type patternPlan struct {
+	p   *compiledPattern
+	sch *plan
+}
+
+// makePlan builds the plan of a schema document; it fails on a reference
+// it cannot follow (an anchor, another document), and the schema is then
+// not run.
+func makePlan(root any, patterns map[string]*compiledPattern) (*plan, error) {
+	seen := map[uintptr]*plan{}
+	var build func(sch any) (*plan, error)
+	resolve := func(ref string) (any, error) { return resolvePointer(root, ref) }
+	build = func(sch any) (*plan, error) {
+		m, ok := sch.(map[string]any)
+		if !ok {
+			return &plan{}, nil
+		}
+		key := reflect.ValueOf(m).Pointer()
+		if p := seen[key]; p != nil {
+			return p, nil
+		}
+		p := &plan{}
+		seen[key] = p
+		one := func(sub any) (*plan, error) { return build(sub) }
+		for _, k := range []string{"$ref", "$dynamicRef", "$recursiveRef"} {
+			if ref, ok := m[k].(string); ok {
+				target, err := resolve(ref)
+				if err != nil {
+					return nil, err
+				}
+				t, err := one(target)
+				if err != nil {
+					return nil, err
+				}
+				p.inPlace = append(p.inPlace, t)
+			}
+		}
+		for _, k := range []string{"allOf", "anyOf", "oneOf"} {
+			if subs, ok := m[k].([]any); ok {
+				for _, sub := range subs {
+					t, err := one(sub)
+					if err != nil {
+						return nil, err
+					}
+					p.inPlace = append(p.inPlace, t)
+				}
+			}
+		}
+		for _, k := range []string{"not", "if", "then", "else"} {
+			if sub, ok := m[k]; ok {
+				t, err := one(sub)
+				if err != nil {
+					return nil, err
+				}
+				p.inPlace = append(p.inPlace, t)
+			}
+		}
+		if e, ok := m["enum"].([]any); ok {
+			p.enumLen = len(e)
+		}
+		if pat, ok := m["pattern"].(string); ok {
+			p.pattern = patterns[pat]
+			if p.pattern == nil {
+				p.pattern = &compiledPattern{insts: MaxPatternInsts}
+			}
+		}
+		if props, ok := m["properties"].(map[string]any); ok {
+			p.props = make(map[string]*plan, len(props))
+			for name, sub := range props {
+				t, err := one(sub)
+				if err != nil {
+					return nil, err
+				}
+				p.props[name] = t
+			}
+		}
+		if pp, ok := m["patternProperties"].(map[string]any); ok {
+			for pat, sub := range pp {
+				t, err := one(sub)
+				if err != nil {
+					return nil, err
+				}
+				cp := patterns[pat]
+				if cp == nil {
+					cp = &compiledPattern{insts: MaxPatternInsts}
+				}
+				p.patProps = append(p.patProps, patternPlan{p: cp, sch: t})
+			}
+		}
+		for _, k := range []string{"additionalProperties", "unevaluatedProperties"} {
+			if sub, ok := m[k]; ok {
+				t, err := one(sub)
+				if err != nil {
+					return nil, err
+				}
+				p.additional = append(p.additional, t)
+			}
+		}
+		if sub, ok := m["propertyNames"]; ok {
+			t, err := one(sub)
+			if err != nil {
+				return nil, err
+			}
+			p.names = t
+		}
+		for _, k := range []string{"dependentSchemas", "dependencies"} {
+			if deps, ok := m[k].(map[string]any); ok {
+				if p.deps == nil {
+					p.deps = map[string]*plan{}
+				}
+				for name, sub := range deps {
+					t, err := one(sub)
+					if err != nil {
+						return nil, err
+					}
+					p.deps[name] = t
+				}
+			}
+		}
+		var prefix []any
+		if pi, ok := m["prefixItems"].([]any); ok {
+			prefix = pi
+		} else if pi, ok := m["items"].([]any); ok { // drafts before 2020-12
+			prefix = pi
+		}
+		for _, sub := range prefix {
+			t, err := one(sub)
+			if err != nil {
+				return nil, err
+			}
+			p.prefix = append(p.prefix, t)
+		}
+		for _, k := range []string{"items", "additionalItems", "unevaluatedItems"} {
+			if sub, ok := m[k]; ok {
+				if _, tuple := sub.([]any); tuple {
+					continue
+				}
+				t, err := one(sub)
+				if err != nil {
+					return nil, err
+				}
+				p.items = append(p.items, t)
+			}
+		}
+		if sub, ok := m["contains"]; ok {
+			t, err := one(sub)
+			if err != nil {
+				return nil, err
+			}
+			p.contains = t
+		}
+		return p, nil
+	}
+	return build(root)
+}
+
+type walker struct {
+	steps int
+	max   int
 }
 
 func (w *walker) spend(n int) error {
@@ -84,112 +256,69 @@ func (w *walker) spend(n int) error {
 	return nil
 }
 
-// walk visits v with the schema node sch. inPlace counts the references
-// followed without moving into v, to stop a loop that consumes nothing.
-func (w *walker) walk(sch any, v any, inPlace int) error {
-	if err := w.spend(1); err != nil {
+// walk visits v with the plan p. inPlace counts the subschemas followed
+// without moving into v, to stop a loop that consumes nothing.
+func (w *walker) walk(p *plan, v any, inPlace int) error {
+	if err := w.spend(1 + p.enumLen); err != nil {
 		return err
-	}
-	m, ok := sch.(map[string]any)
-	if !ok {
-		return nil // true, false, or not a schema
 	}
 	if inPlace > 64 {
 		return ErrOverBudget
 	}
-	for _, k := range []string{"$ref", "$dynamicRef", "$recursiveRef"} {
-		if ref, ok := m[k].(string); ok {
-			target, err := w.resolve(ref)
-			if err != nil {
-				return err
-			}
-			if err := w.walk(target, v, inPlace+1); err != nil {
-				return err
-			}
+	for _, sub := range p.inPlace {
+		if err := w.walk(sub, v, inPlace+1); err != nil {
+			return err
 		}
 	}
-	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
-		if subs, ok := m[k].([]any); ok {
-			for _, sub := range subs {
-				if err := w.walk(sub, v, inPlace+1); err != nil {
-					return err
-				}
-			}
+	switch v := v.(type) {
+	case string:
+		if p.pattern != nil {
+			return w.spend(patternCost(p.pattern, v))
 		}
+	case map[string]any:
+		return w.object(p, v, inPlace)
+	case []any:
+		return w.array(p, v)
 	}
-	for _, k := range []string{"not", "if", "then", "else"} {
-		if sub, ok := m[k]; ok {
+	return nil
+}
+
+func (w *walker) object(p *plan, v map[string]any, inPlace int) error {
+	for name, sub := range p.deps {
+		if _, present := v[name]; present {
 			if err := w.walk(sub, v, inPlace+1); err != nil {
 				return err
 			}
 		}
 	}
-	if e, ok := m["enum"].([]any); ok {
-		if err := w.spend(len(e)); err != nil {
-			return err
-		}
-	}
-	if p, ok := m["pattern"].(string); ok {
-		if s, isString := v.(string); isString {
-			if err := w.spend(w.patternCost(p, s)); err != nil {
-				return err
-			}
-		}
-	}
-	switch v := v.(type) {
-	case map[string]any:
-		return w.object(m, v, inPlace)
-	case []any:
-		return w.array(m, v, inPlace)
-	}
-	return nil
-}
-
-func (w *walker) object(m map[string]any, v map[string]any, inPlace int) error {
-	props, _ := m["properties"].(map[string]any)
-	patterns, _ := m["patternProperties"].(map[string]any)
-	for _, k := range []string{"dependentSchemas", "dependencies"} {
-		if deps, ok := m[k].(map[string]any); ok {
-			for name, sub := range deps {
-				if _, present := v[name]; present {
-					if err := w.walk(sub, v, inPlace+1); err != nil {
-						return err
-					}
-				}
-			}
-		}
-	}
-	names, hasNames := m["propertyNames"]
 	for key, val := range v {
-		if hasNames {
-			if err := w.walk(names, key, 0); err != nil {
+		if p.names != nil {
+			if err := w.walk(p.names, key, 0); err != nil {
 				return err
 			}
 		}
 		matched := false
-		if sub, ok := props[key]; ok {
+		if sub, ok := p.props[key]; ok {
 			matched = true
 			if err := w.walk(sub, val, 0); err != nil {
 				return err
 			}
 		}
-		for p, sub := range patterns {
-			if err := w.spend(w.patternCost(p, key)); err != nil {
+		for _, pp := range p.patProps {
+			if err := w.spend(patternCost(pp.p, key)); err != nil {
 				return err
 			}
-			if cp := w.patterns[p]; cp != nil && cp.re.MatchString(key) {
+			if pp.p.re != nil && pp.p.re.MatchString(key) {
 				matched = true
-				if err := w.walk(sub, val, 0); err != nil {
+				if err := w.walk(pp.sch, val, 0); err != nil {
 					return err
 				}
 			}
 		}
 		if !matched {
-			for _, k := range []string{"additionalProperties", "unevaluatedProperties"} {
-				if sub, ok := m[k]; ok {
-					if err := w.walk(sub, val, 0); err != nil {
-						return err
-					}
+			for _, sub := range p.additional {
+				if err := w.walk(sub, val, 0); err != nil {
+					return err
 				}
 			}
 		}
@@ -197,31 +326,21 @@ func (w *walker) object(m map[string]any, v map[string]any, inPlace int) error {
 	return nil
 }
 
-func (w *walker) array(m map[string]any, v []any, inPlace int) error {
-	var prefix []any
-	if p, ok := m["prefixItems"].([]any); ok {
-		prefix = p
-	} else if p, ok := m["items"].([]any); ok { // drafts before 2020-12
-		prefix = p
-	}
+func (w *walker) array(p *plan, v []any) error {
 	for i, item := range v {
-		if i < len(prefix) {
-			if err := w.walk(prefix[i], item, 0); err != nil {
+		if i < len(p.prefix) {
+			if err := w.walk(p.prefix[i], item, 0); err != nil {
 				return err
 			}
 		} else {
-			for _, k := range []string{"items", "additionalItems", "unevaluatedItems"} {
-				if sub, ok := m[k]; ok {
-					if _, tuple := sub.([]any); !tuple {
-						if err := w.walk(sub, item, 0); err != nil {
-							return err
-						}
-					}
+			for _, sub := range p.items {
+				if err := w.walk(sub, item, 0); err != nil {
+					return err
 				}
 			}
 		}
-		if sub, ok := m["contains"]; ok {
-			if err := w.walk(sub, item, 0); err != nil {
+		if p.contains != nil {
+			if err := w.walk(p.contains, item, 0); err != nil {
 				return err
 			}
 		}
@@ -229,18 +348,17 @@ func (w *walker) array(m map[string]any, v []any, inPlace int) error {
 	return nil
 }
 
-// resolve follows a reference inside the schema: "#" and "#/json/pointer".
-// Anything else (anchors, other documents) is not followed, and the walk
-// stops: a schema the walk cannot bound is not run.
-func (w *walker) resolve(ref string) (any, error) {
+// resolvePointer follows a reference inside the schema: "#" and
+// "#/json/pointer". Anything else (anchors, other documents) is an error.
+func resolvePointer(root any, ref string) (any, error) {
 	if ref == "#" {
-		return w.root, nil
+		return root, nil
 	}
 	ptr, ok := strings.CutPrefix(ref, "#/")
 	if !ok {
 		return nil, errUnresolved
 	}
-	cur := w.root
+	cur := root
 	for _, tok := range strings.Split(ptr, "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 		if strings.Contains(tok, "%") {
@@ -250,8 +368,8 @@ func (w *walker) resolve(ref string) (any, error) {
 		case map[string]any:
 			cur = c[tok]
 		case []any:
-			var i int
-			if _, err := fmt.Sscanf(tok, "%d", &i); err != nil || i < 0 || i >= len(c) {
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
 				return nil, errUnresolved
 			}
 			cur = c[i]
@@ -263,12 +381,8 @@ func (w *walker) resolve(ref string) (any, error) {
 }
 
 // patternCost is what matching pattern p against s costs, in steps.
-func (w *walker) patternCost(p, s string) int {
-	insts := MaxPatternInsts
-	if cp := w.patterns[p]; cp != nil {
-		insts = cp.insts
-	}
-	return 1 + len(s)*insts/patternCostDivisor
+func patternCost(p *compiledPattern, s string) int {
+	return 1 + len(s)*p.insts/patternCostDivisor
 }
 
 // compilePatterns compiles every pattern of the schema once, for the budget

@@ -26,7 +26,7 @@ type Schema struct {
 	compiled *jsonschema.Schema
 	raw      []byte
 	doc      any
-	patterns map[string]*compiledPattern // for the budget walk
+	plan     *plan // for the budget walk; nil when it cannot be made
 }
 
 // Raw returns the schema's bytes as the client sent them.
@@ -66,7 +66,10 @@ func Compile(raw []byte) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{compiled: compiled, raw: raw, doc: doc, patterns: patterns}, nil
+	// A schema whose references the budget walk cannot follow has no plan:
+	// its calls are reported unchecked (see cost).
+	p, _ := makePlan(doc, patterns)
+	return &Schema{compiled: compiled, raw: raw, doc: doc, plan: p}, nil
 }
 
 // compile shields the caller from panics in the compiler: the schema comes
