@@ -133,6 +133,7 @@ func (ex *exchange) checkCut(raw gjson.Result, legacy bool, attempt int, mend, c
 	}
 	s := ex.tools.schema(ex.h.schemas, c.tool)
 	res := repair.Arguments([]byte(c.rawArgs), s, repair.Options{
+		Budget:       ex.work,
 		Syntax:       mend && rules.Mode.Repairs(),
 		SchemaGuided: mend && rules.Mode.Repairs() && rules.SchemaRepair,
 		CutOff:       cutOff,

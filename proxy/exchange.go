@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/validate"
 )
 
 // outcome is what toolguard did with a response, as the client is told in
@@ -32,6 +33,10 @@ const (
 	outcomeUnchecked outcome = "unchecked"
 )
 
+// requestValidationSteps bounds the validation work of one request, all
+// its calls and attempts together (validate.MaxSteps bounds one call's).
+const requestValidationSteps = 4 * validate.MaxSteps
+
 // exchange is one inspected chat completion: the client's request, the
 // upstream attempts made for it and what became of its tool calls.
 type exchange struct {
@@ -40,6 +45,9 @@ type exchange struct {
 	body  []byte          // the request body as the client sent it
 	tools *toolset
 	pol   requestPolicy // per-tool settings, narrowed by the request's headers
+	// work is the validation all of the request's calls may do together,
+	// over every attempt: past it, calls pass unchecked.
+	work  *validate.Budget
 	start time.Time
 
 	// What happened, for headers and logs.
@@ -116,6 +124,7 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		body:  body,
 		tools: tools,
 		pol:   pol,
+		work:  validate.NewBudget(requestValidationSteps),
 		start: time.Now(),
 	}
 	info := requestInfoFrom(r.Context())

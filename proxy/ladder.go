@@ -103,6 +103,11 @@ func (ex *exchange) callsOf(msg gjson.Result, attempt int, cutOff bool) ([]*call
 				err = fmt.Errorf("message.tool_calls[%d] is not an object", i.Int())
 				return false
 			}
+			if ex.ctx != nil && ex.ctx.Err() != nil {
+				// The client left: no more work for it.
+				err = ex.ctx.Err()
+				return false
+			}
 			calls = append(calls, ex.checkCut(tc, false, attempt, true, cutOff))
 			return true
 		})
@@ -133,6 +138,9 @@ func rawOrNull(r gjson.Result) string {
 func (ex *exchange) run(first []byte, outreq *http.Request) (int, []byte, error) {
 	choices, err := ex.collect(first, 0)
 	if err != nil {
+		if ex.ctx.Err() != nil {
+			return 0, nil, ex.ctx.Err()
+		}
 		return 0, nil, malformedReply(err)
 	}
 	for _, ch := range choices {

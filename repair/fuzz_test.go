@@ -64,7 +64,7 @@ func FuzzSyntax(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if errs := checkValue(mustDecode(t, got), nil); errs != nil {
+		if errs := checkValue(mustDecode(t, got), nil, nil); errs != nil {
 			t.Fatalf("Syntax(%q) = %s, not an object: %v", raw, got, errs)
 		}
 		again, edits, err := Syntax(quoteJSON(t, string(got)))

@@ -33,11 +33,11 @@ type guider struct {
 // applies, or maxRounds is reached. errs are v's errors against s (not nil),
 // so the first round does not validate v again. It reports whether the
 // result validates.
-func guide(v any, errs []validate.Error, s *validate.Schema) (any, []Edit, bool) {
+func guide(v any, errs []validate.Error, s *validate.Schema, b *validate.Budget) (any, []Edit, bool) {
 	g := &guider{doc: s.Doc(), root: clone(v)}
 	for i := range maxRounds {
 		if i > 0 {
-			errs = s.Validate(g.root)
+			errs = s.ValidateWithin(g.root, b)
 		}
 		if errs == nil {
 			return g.root, g.edits, true
@@ -46,7 +46,7 @@ func guide(v any, errs []validate.Error, s *validate.Schema) (any, []Edit, bool)
 			return nil, nil, false
 		}
 	}
-	if s.Validate(g.root) != nil {
+	if s.ValidateWithin(g.root, b) != nil {
 		return nil, nil, false
 	}
 	return g.root, g.edits, true

@@ -21,6 +21,9 @@ type Options struct {
 	Syntax bool
 	// SchemaGuided enables ladder step 3 (it needs Syntax).
 	SchemaGuided bool
+	// Budget, if not nil, is the validation work the call may draw on,
+	// shared with the other calls of its request (validate.Budget).
+	Budget *validate.Budget
 	// CutOff says the model was stopped at its length limit
 	// (finish_reason "length"): arguments that end early are then never
 	// closed, since nothing says they were complete.
@@ -56,7 +59,7 @@ func Arguments(raw []byte, s *validate.Schema, opts Options) Result {
 	if ferr != nil {
 		return Result{Args: raw, Errors: []validate.Error{*ferr}}
 	}
-	v, errs := check(text, s)
+	v, errs := check(text, s, opts.Budget)
 	if errs == nil {
 		if len(edits) == 0 {
 			return Result{Args: text}
@@ -86,18 +89,18 @@ func Arguments(raw []byte, s *validate.Schema, opts Options) Result {
 	if v == nil {
 		// "" and null both say "no arguments": that is {} when the tool
 		// takes none, and a re-ask otherwise.
-		if _, errs := check([]byte("{}"), s); errs == nil {
+		if _, errs := check([]byte("{}"), s, opts.Budget); errs == nil {
 			return finish(map[string]any{}, append(edits, Edit{Kind: KindEmptyArguments, Before: clip(bytes.TrimSpace(text)), After: "{}"}))
 		}
 		return Result{Args: text, Edits: edits, Errors: errs}
 	}
 	if serrs == nil {
-		if serrs = checkValue(v, s); serrs == nil {
+		if serrs = checkValue(v, s, opts.Budget); serrs == nil {
 			return finish(v, edits)
 		}
 	}
 	if opts.SchemaGuided && s != nil {
-		if g, gedits, ok := guide(v, serrs, s); ok {
+		if g, gedits, ok := guide(v, serrs, s, opts.Budget); ok {
 			return finish(g, append(edits, gedits...))
 		}
 	}
@@ -139,7 +142,7 @@ func Syntax(raw []byte) ([]byte, []Edit, error) {
 	if v == nil {
 		return []byte("{}"), append(edits, Edit{Kind: KindEmptyArguments, Before: clip(bytes.TrimSpace(text)), After: "{}"}), nil
 	}
-	if errs := checkValue(v, nil); errs != nil {
+	if errs := checkValue(v, nil, nil); errs != nil {
 		return nil, nil, errors.New(validate.Join(errs))
 	}
 	out, err := encode(v)
@@ -187,12 +190,12 @@ var anyObject = func() *validate.Schema {
 }()
 
 // check decodes and validates; without a schema it requires an object.
-func check(text []byte, s *validate.Schema) (any, []validate.Error) {
-	return orObject(s).ValidateJSON(text)
+func check(text []byte, s *validate.Schema, b *validate.Budget) (any, []validate.Error) {
+	return orObject(s).ValidateJSONWithin(text, b)
 }
 
-func checkValue(v any, s *validate.Schema) []validate.Error {
-	return orObject(s).Validate(v)
+func checkValue(v any, s *validate.Schema, b *validate.Budget) []validate.Error {
+	return orObject(s).ValidateWithin(v, b)
 }
 
 func orObject(s *validate.Schema) *validate.Schema {

@@ -108,7 +108,23 @@ func Decode(data []byte) (any, error) { return decode(data) }
 
 // Validate checks decoded arguments (see Decode) against the schema. It
 // returns nil when they are valid.
-func (s *Schema) Validate(v any) []Error {
+func (s *Schema) Validate(v any) []Error { return s.ValidateWithin(v, nil) }
+
+// Budget is the validation work, in the steps of MaxSteps, that a group of
+// validations (one request's) may still do together. It is not safe for
+// concurrent use.
+type Budget struct{ left int }
+
+// NewBudget returns a budget of steps.
+func NewBudget(steps int) *Budget { return &Budget{left: steps} }
+
+// Left is what remains of the budget.
+func (b *Budget) Left() int { return b.left }
+
+// ValidateWithin is Validate drawing on b as well as on MaxSteps: arguments
+// whose check would cost more than what is left of either are not checked
+// (see Unchecked). A nil b is no shared budget.
+func (s *Schema) ValidateWithin(v any, b *Budget) []Error {
 	if _, ok := v.(map[string]any); !ok {
 		return []Error{{
 			Keyword: "type",
@@ -118,12 +134,19 @@ func (s *Schema) Validate(v any) []Error {
 	if e := checkNumbers(v, ""); e != nil {
 		return []Error{*e}
 	}
-	if _, err := s.cost(v, MaxSteps); err != nil {
-		return []Error{{Keyword: KeywordBudget, Message: fmt.Sprintf(
-			"validating these arguments against this schema would take more than %d steps, so they were not checked", MaxSteps)}}
+	max := MaxSteps
+	if b != nil {
+		max = min(max, b.left)
 	}
-	err := validateValue(s.compiled, v)
-	if err == nil {
+	steps, err := s.cost(v, max)
+	if b != nil {
+		b.left -= min(steps, b.left)
+	}
+	if err != nil {
+		return []Error{{Keyword: KeywordBudget, Message: fmt.Sprintf(
+			"validating these arguments against this schema would take more than the %d steps left of the work budget, so they were not checked", max)}}
+	}
+	if err = validateValue(s.compiled, v); err == nil {
 		return nil
 	}
 	var ve *jsonschema.ValidationError
@@ -146,12 +169,15 @@ func Unchecked(errs []Error) bool {
 
 // ValidateJSON decodes the arguments and validates them. A syntax error is
 // reported as a single error at the root.
-func (s *Schema) ValidateJSON(data []byte) (any, []Error) {
+func (s *Schema) ValidateJSON(data []byte) (any, []Error) { return s.ValidateJSONWithin(data, nil) }
+
+// ValidateJSONWithin is ValidateJSON drawing on b (see ValidateWithin).
+func (s *Schema) ValidateJSONWithin(data []byte, b *Budget) (any, []Error) {
 	v, err := decode(data)
 	if err != nil {
-		return nil, []Error{{Keyword: "syntax", Message: "arguments are not valid JSON: " + err.Error()}}
+		return nil, []Error{{Keyword: "syntax", Message: "arguments are not valid JSON: " + clipRunes(err.Error(), maxMessage)}}
 	}
-	return v, s.Validate(v)
+	return v, s.ValidateWithin(v, b)
 }
 
 func validateValue(s *jsonschema.Schema, v any) (err error) {

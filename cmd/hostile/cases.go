@@ -25,6 +25,10 @@ func jsonReply(body string) func(http.ResponseWriter, *http.Request, int) {
 // cases are the crafted exchanges, one per class of RELIABILITY.md's
 // "Hostile requests and upstreams".
 func cases() []hostileCase {
+	return append(requestCases(), replyCases()...)
+}
+
+func replyCases() []hostileCase {
 	return []hostileCase{
 		{
 			// 10,000 choices, each with a call that needs a repair.
@@ -75,4 +79,66 @@ func manyChoices(n int) string {
 	}
 	b.WriteString(`],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
 	return b.String()
+}
+
+func toolRequest(name, schema string) []byte {
+	return []byte(`{"model":"m","messages":[{"role":"user","content":"go"}],"tools":[{"type":"function","function":{"name":"` + name + `","parameters":` + schema + `}}]}`)
+}
+
+// callReply answers with one call of tool name and the given arguments.
+func callReply(name, args string) func(http.ResponseWriter, *http.Request, int) {
+	return jsonReply(`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"` +
+		name + `","arguments":` + strconv.Quote(args) + `}}]},"finish_reason":"tool_calls"}]}`)
+}
+
+// fanOut refers to the next level twice at each of levels levels.
+func fanOut(levels int) string {
+	var defs []string
+	for i := range levels {
+		next := `{"$ref":"#/$defs/l` + strconv.Itoa(i+1) + `"}`
+		defs = append(defs, `"l`+strconv.Itoa(i)+`":{"anyOf":[`+next+`,{"allOf":[`+next+`]}]}`)
+	}
+	defs = append(defs, `"l`+strconv.Itoa(levels)+`":{"type":"object"}`)
+	return `{"$ref":"#/$defs/l0","$defs":{` + strings.Join(defs, ",") + `}}`
+}
+
+// requestCases are the crafted requests of RELIABILITY.md.
+func requestCases() []hostileCase {
+	var enum, keys, calls []string
+	for i := range 300 {
+		enum = append(enum, `"v`+strconv.Itoa(i)+`-`+strings.Repeat("x", 60)+`"`)
+	}
+	for i := range 500 {
+		keys = append(keys, `"k`+strconv.Itoa(i)+`":"nope"`)
+	}
+	for i := range 20 {
+		calls = append(calls, `{"id":"c`+strconv.Itoa(i)+`","type":"function","function":{"name":"f","arguments":`+strconv.Quote(`{`+strings.Join(keys, ",")+`}`)+`}}`)
+	}
+	enumReply := `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[` + strings.Join(calls, ",") + `]},"finish_reason":"tool_calls"}]}`
+	var history strings.Builder
+	history.WriteString(`{"model":"m","messages":[{"role":"user","content":"go"}`)
+	for i := range 1000 {
+		id := strconv.Itoa(i)
+		history.WriteString(`,{"role":"assistant","content":null,"tool_calls":[{"id":"c` + id + `","type":"function","function":{"name":"click","arguments":{"selector":"#` + id + `"}}}]},{"role":"tool","tool_call_id":"c` + id + `","content":"` + strings.Repeat("x", 900) + `"}`)
+	}
+	history.WriteString(`]}`)
+	return []hostileCase{
+		{name: "schema: references fanning out 20 levels", request: func() []byte { return toolRequest("f", fanOut(20)) }, reply: callReply("f", `{"a":5}`)},
+		{name: "schema: enum errors for 20 x 500 values", request: func() []byte {
+			return toolRequest("f", `{"type":"object","additionalProperties":{"enum":[`+strings.Join(enum, ",")+`]}}`)
+		}, reply: jsonReply(enumReply)},
+		{name: "arguments: 1e999999", request: func() []byte {
+			return toolRequest("f", `{"type":"object","properties":{"n":{"type":"number","minimum":0,"maximum":10}}}`)
+		}, reply: callReply("f", `{"n":1e999999}`)},
+		{name: "schema: 1e999999 in an enum", request: func() []byte {
+			return toolRequest("f", `{"type":"object","properties":{"n":{"enum":[1e999999,2e999999,3e999999]}}}`)
+		}, reply: callReply("f", `{"n":5}`)},
+		{name: "pattern: (\\p{L}|\\p{N}){500}z on 500 KB", request: func() []byte {
+			return toolRequest("f", `{"type":"object","properties":{"s":{"type":"string","pattern":"(\\p{L}|\\p{N}){500}z"}}}`)
+		}, reply: callReply("f", `{"s":"`+strings.Repeat("a", 500<<10)+`"}`)},
+		{name: "history: 1,000 calls to mend (1 MB)", request: func() []byte { return []byte(history.String()) }, reply: jsonReply(`{"choices":[]}`)},
+		{name: "arguments: 1.1 MB, valid", request: func() []byte {
+			return toolRequest("f", `{"type":"object","properties":{"text":{"type":"string"}}}`)
+		}, reply: callReply("f", `{"text":"`+strings.Repeat("a", 1100<<10)+`"}`)},
+	}
 }
