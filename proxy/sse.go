@@ -4,14 +4,22 @@ import "bytes"
 
 // sseSplitter cuts a byte stream into Server-Sent Events. A network read can
 // end anywhere (inside a line, inside a UTF-8 character), so bytes are kept
-// until the blank line that ends an event arrives. Lines end in LF or CRLF.
+// until the blank line that ends an event arrives. Lines end in LF, CRLF or
+// a lone CR, as the SSE specification says and clients read them: an event
+// framed by lone CRs that toolguard did not split would reach clients as
+// data it never saw.
 type sseSplitter struct {
-	buf     []byte
-	scanned int // bytes of buf already searched for an event end
+	buf       []byte
+	scanned   int // bytes of buf already searched for a line end
+	lineStart int // where the line being scanned starts
+	eof       bool
 }
 
 // feed appends bytes read from the network.
 func (s *sseSplitter) feed(b []byte) { s.buf = append(s.buf, b...) }
+
+// end says no more bytes will come: a CR at the very end is a line end.
+func (s *sseSplitter) end() { s.eof = true }
 
 // buffered is the number of bytes held that do not yet form an event.
 func (s *sseSplitter) buffered() int { return len(s.buf) }
@@ -21,19 +29,30 @@ func (s *sseSplitter) buffered() int { return len(s.buf) }
 // call to feed.
 func (s *sseSplitter) next() ([]byte, bool) {
 	for {
-		i := bytes.IndexByte(s.buf[s.scanned:], '\n')
+		i := bytes.IndexAny(s.buf[s.scanned:], "\r\n")
 		if i < 0 {
 			s.scanned = len(s.buf)
 			return nil, false
 		}
-		end := s.scanned + i // index of this '\n'
-		lineStart := bytes.LastIndexByte(s.buf[:end], '\n') + 1
-		line := s.buf[lineStart:end]
-		s.scanned = end + 1
-		if len(line) == 0 || (len(line) == 1 && line[0] == '\r') {
-			ev := s.buf[:end+1]
-			s.buf = s.buf[end+1:]
-			s.scanned = 0
+		end := s.scanned + i // index of this line's terminator
+		after := end + 1
+		if s.buf[end] == '\r' {
+			if after == len(s.buf) && !s.eof {
+				// A CR at the end of what has arrived may be the first
+				// half of a CRLF.
+				s.scanned = end
+				return nil, false
+			}
+			if after < len(s.buf) && s.buf[after] == '\n' {
+				after++
+			}
+		}
+		empty := end == s.lineStart
+		s.scanned, s.lineStart = after, after
+		if empty {
+			ev := s.buf[:after]
+			s.buf = s.buf[after:]
+			s.scanned, s.lineStart = 0, 0
 			return ev, true
 		}
 	}
@@ -44,23 +63,31 @@ func (s *sseSplitter) next() ([]byte, bool) {
 func (s *sseSplitter) rest() []byte { return s.buf }
 
 // eventData returns the data of an event: its data lines joined by "\n",
-// and whether it had any.
+// and whether it had any. Lines end in LF, CRLF or CR; a field is "data"
+// followed by a colon and at most one space, or "data" alone.
 func eventData(ev []byte) ([]byte, bool) {
 	var data []byte
 	found := false
 	for len(ev) > 0 {
-		i := bytes.IndexByte(ev, '\n')
+		i := bytes.IndexAny(ev, "\r\n")
 		var line []byte
 		if i < 0 {
 			line, ev = ev, nil
 		} else {
-			line, ev = ev[:i], ev[i+1:]
+			line = ev[:i]
+			if ev[i] == '\r' && i+1 < len(ev) && ev[i+1] == '\n' {
+				i++
+			}
+			ev = ev[i+1:]
 		}
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		if !bytes.HasPrefix(line, []byte("data:")) {
+		var v []byte
+		switch {
+		case bytes.HasPrefix(line, []byte("data:")):
+			v = bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+		case string(line) == "data":
+		default:
 			continue
 		}
-		v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
 		if found {
 			data = append(data, '\n')
 		}

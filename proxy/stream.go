@@ -2,12 +2,14 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // streamReader replaces the body of a streamed chat completion. It reads the
@@ -42,6 +44,7 @@ type streamReader struct {
 	total    int64 // bytes of tool-call arguments and content held
 	// tooManyCalls is set when a choice starts more calls than are held.
 	tooManyCalls bool
+	started      bool // the first event was seen
 }
 
 var _ io.ReadCloser = (*streamReader)(nil)
@@ -114,6 +117,7 @@ func (r *streamReader) step() {
 	switch {
 	case err == io.EOF:
 		r.eof = true
+		r.split.end()
 	case err != nil:
 		if r.ex.ctx.Err() != nil {
 			// The client is gone: nobody to tell.
@@ -146,6 +150,16 @@ func mayWait(ev []byte) bool {
 
 // handle acts on one whole event.
 func (r *streamReader) handle(ev []byte) {
+	if !r.started {
+		r.started = true
+		if bytes.HasPrefix(ev, []byte("\xef\xbb\xbf")) {
+			// The SSE decoder of the specification drops it; not every
+			// client does, so toolguard cannot know what a client reads.
+			r.fail(&apiError{Type: "upstream_error", Code: "upstream_invalid_event",
+				Msg: "the upstream's stream starts with a byte order mark, which clients read differently"}, nil)
+			return
+		}
+	}
 	data, ok := eventData(ev)
 	if !ok {
 		r.out.Write(ev) // comments and other fields pass through
@@ -155,15 +169,23 @@ func (r *streamReader) handle(ev []byte) {
 		r.finish(ev)
 		return
 	}
-	if !gjson.ValidBytes(data) {
-		// A broken event could hold part of a tool call: what follows
-		// cannot be trusted to assemble into what the model sent.
-		r.fail(&apiError{Type: "upstream_error", Code: "upstream_invalid_event",
-			Msg: "the upstream sent a stream event that is not JSON"}, nil)
+	if err := strictJSON(data, chatChunkShape); err != nil {
+		// A broken or ambiguous event could hold part of a tool call that
+		// a client reads differently from toolguard.
+		ae := malformedReply(err)
+		if ae.Code == "upstream_invalid_json" {
+			ae = &apiError{Type: "upstream_error", Code: "upstream_invalid_event",
+				Msg: "the upstream sent a stream event that is not JSON (" + clipString(err.Error(), 200) + ")"}
+		}
+		r.fail(ae, nil)
 		return
 	}
 	choices := gjson.GetBytes(data, "choices")
 	if !choices.IsArray() {
+		if choices.Exists() && choices.Type != gjson.Null {
+			r.fail(malformedReply(errors.New("choices is not an array")), nil)
+			return
+		}
 		r.out.Write(ev) // an error event, or something of the provider's own
 		return
 	}
@@ -177,8 +199,11 @@ func (r *streamReader) handle(ev []byte) {
 		// created...); released calls reuse the first one's.
 		r.template = append([]byte(nil), data...)
 	}
+	nChoices := 0
+	choices.ForEach(func(_, _ gjson.Result) bool { nChoices++; return true })
 	chunk := data
-	changed := false
+	changed := false // tool-call deltas were taken out of chunk
+	held := false    // the event is held whole with the call it carries
 	pos := 0
 	// One pass over each choice and its delta: this runs for every event.
 	choices.ForEach(func(_, c gjson.Result) bool {
@@ -203,6 +228,7 @@ func (r *streamReader) handle(ev []byte) {
 			return false
 		}
 		sc := r.choice(idx)
+		var touched []*partialCall
 		delta.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "content":
@@ -214,30 +240,74 @@ func (r *streamReader) handle(ev []byte) {
 				if v.Type == gjson.Null {
 					return true
 				}
+				legacy := k.Str == "function_call"
+				switch {
+				case legacy && !v.IsObject(), !legacy && !v.IsArray():
+					r.fail(malformedReply(fmt.Errorf("delta.%s is not an %s", k.Str, map[bool]string{true: "object", false: "array"}[legacy])), nil)
+					return false
+				case len(sc.order) > 0 && sc.legacy != legacy:
+					// openai-node exposes a function_call next to
+					// tool_calls; toolguard would check only one.
+					r.fail(malformedReply(errors.New("a choice streams both tool_calls and a legacy function_call")), nil)
+					return false
+				}
 				r.anyCalls = true
-				if k.Str == "function_call" {
-					sc.legacy = true
-					r.addDelta(sc, v, 0)
+				sc.legacy = legacy
+				if legacy {
+					touched = append(touched, r.addDelta(sc, v, 0))
 				} else {
 					v.ForEach(func(_, td gjson.Result) bool {
-						r.addDelta(sc, td, -1)
-						return true
+						if !td.IsObject() {
+							r.fail(malformedReply(errors.New("delta.tool_calls holds a value that is not an object")), nil)
+							return false
+						}
+						touched = append(touched, r.addDelta(sc, td, -1))
+						return !r.done
 					})
 				}
-				chunk = remove(chunk, prefix+"delta."+k.Str)
+				if r.done {
+					return false
+				}
+				var err error
+				if chunk, err = sjson.DeleteBytes(chunk, prefix+"delta."+k.Str); err != nil {
+					r.fail(writeFailed(err), err)
+					return false
+				}
 				changed = true
 			}
 			return true
 		})
-		if fr.Exists() && fr.Type != gjson.Null && !sc.finished {
+		if r.done {
+			return false
+		}
+		finishing := fr.Exists() && fr.Type != gjson.Null
+		// An event that carries deltas of one call only, in a chunk of one
+		// choice and not ending it, is held whole with that call: if the
+		// call turns out valid as received, its events go out as the
+		// upstream sent them.
+		if p := onlyCall(touched); p != nil && nChoices == 1 && !finishing && !p.synthesize && !p.released && !sc.synthesize {
+			sc.held = append(sc.held, heldEvent{ev: append([]byte(nil), ev...), call: p})
+			r.total += int64(len(ev))
+			held = true
+		} else if len(touched) > 0 {
+			// The event cannot go out with one call: the choice's calls
+			// will go out as chunks of toolguard's.
+			r.unhold(sc)
+		}
+		if finishing && !sc.finished {
 			sc.finished = true
+			sc.cutOff = fr.Str == "length"
 			if len(sc.order) > 0 {
 				r.settle(sc)
 				if r.done {
 					return false
 				}
 				if sc.released == 0 && (fr.Str == "tool_calls" || fr.Str == "function_call") {
-					chunk = patch(chunk, prefix+"finish_reason", `"stop"`)
+					var err error
+					if chunk, err = sjson.SetRawBytes(chunk, prefix+"finish_reason", []byte(`"stop"`)); err != nil {
+						r.fail(writeFailed(err), err)
+						return false
+					}
 					changed = true
 				}
 			}
@@ -257,13 +327,27 @@ func (r *streamReader) handle(ev []byte) {
 			Msg: "the streamed tool calls are larger than TOOLGUARD_MAX_RESPONSE_BYTES"}, nil)
 		return
 	}
-	if !changed {
+	switch {
+	case held:
+	case !changed:
 		r.out.Write(ev)
-		return
-	}
-	if !emptyChunk(chunk) {
+	case !emptyChunk(chunk):
 		r.writeData(chunk)
 	}
+}
+
+// onlyCall returns the one call that all of an event's deltas were for, or
+// nil.
+func onlyCall(touched []*partialCall) *partialCall {
+	if len(touched) == 0 {
+		return nil
+	}
+	for _, p := range touched[1:] {
+		if p != touched[0] {
+			return nil
+		}
+	}
+	return touched[0]
 }
 
 func isEmptyArray(raw string) bool {

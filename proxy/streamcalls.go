@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/policy"
 )
 
@@ -25,15 +27,40 @@ type streamChoice struct {
 	last     int64   // index of the call the last delta was for
 	released int     // calls released to the client so far
 	finished bool
+	cutOff   bool    // it finished at the length limit
 	calls    []*call // the calls settled at the choice's end
+	// held are the upstream's events that carried the choice's tool-call
+	// deltas, one call each, in order: if the calls need no change, they go
+	// out as they were. synthesize is set once that is impossible (an event
+	// shared by calls or choices, an index toolguard had to guess): the
+	// calls then go out as chunks of toolguard's.
+	held       []heldEvent
+	synthesize bool
+}
+
+type heldEvent struct {
+	ev   []byte
+	call *partialCall
 }
 
 // partialCall accumulates one call's deltas.
 type partialCall struct {
+	index    int64 // as the upstream numbered it
 	id, name string
 	args     []byte
-	call     *call // set once released
-	released bool
+	// nonString holds arguments sent as a JSON value other than a string
+	// (an object, mostly): they are checked as the non-streamed path
+	// checks them. sawNull: an arguments null was sent, which says nothing
+	// unless nothing else comes.
+	nonString string
+	sawNull   bool
+	call      *call // set once released
+	released  bool
+	// synthesize: the call cannot go out as its events (see streamChoice).
+	synthesize bool
+	// earlyFailed: the call was not valid when a later call started, so it
+	// is not checked again before its choice ends.
+	earlyFailed bool
 }
 
 func (r *streamReader) choice(idx int64) *streamChoice {
@@ -55,10 +82,11 @@ func (r *streamReader) order() []int64 {
 	return idx
 }
 
-// addDelta adds one tool-call delta to its call. Providers omit the index,
-// start it at 1 or interleave several calls, so a delta without an index
-// continues the last call unless it brings an id of its own.
-func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) {
+// addDelta adds one tool-call delta to its call and returns the call (nil
+// past maxStreamCalls). Providers omit the index, start it at 1 or
+// interleave several calls, so a delta without an index continues the last
+// call unless it brings an id of its own.
+func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) *partialCall {
 	idx := forced
 	if idx < 0 {
 		switch i := d.Get("index"); {
@@ -77,18 +105,26 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 		// The model moved on to another call: the ones before are probably
 		// complete, and those valid as received go out now.
 		r.releaseReady(sc, idx)
+		if r.done {
+			return nil
+		}
 	}
 	p := sc.partials[idx]
 	if p == nil {
 		if len(sc.partials) >= maxStreamCalls {
 			r.tooManyCalls = true
-			return
+			return nil
 		}
-		p = &partialCall{}
+		p = &partialCall{index: idx}
 		sc.partials[idx] = p
 		sc.order = append(sc.order, idx)
 	}
 	sc.last = idx
+	if forced < 0 && !d.Get("index").Exists() {
+		// Where toolguard guessed the index, clients guess too, maybe
+		// otherwise: the call goes out renumbered, not as sent.
+		p.synthesize = true
+	}
 	fn := d.Get("function")
 	if sc.legacy {
 		fn = d
@@ -100,19 +136,57 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 		// Some servers repeat the name in every delta; others split it.
 		p.name += n.Str
 	}
-	if a := fn.Get("arguments"); a.Type == gjson.String {
-		if p.released {
-			r.ex.h.log.WarnContext(r.outreq.Context(), "tool-call delta after the call was released; ignored", "call_id", p.id)
-			return
-		}
+	a := fn.Get("arguments")
+	if !a.Exists() {
+		return p
+	}
+	if p.released {
+		r.ex.h.log.WarnContext(r.outreq.Context(), "tool-call delta after the call was released; ignored", "call_id", p.id)
+		return p
+	}
+	switch {
+	case a.Type == gjson.Null:
+		p.sawNull = true
+	case a.Type == gjson.String && p.nonString == "":
 		p.args = append(p.args, a.Str...)
 		r.total += int64(len(a.Str))
+	case a.Type != gjson.String && p.nonString == "" && len(p.args) == 0:
+		// Arguments as an object (or another value) in one delta, as some
+		// servers send them: checked as the non-streamed path checks them.
+		p.nonString = a.Raw
+		r.total += int64(len(a.Raw))
+	default:
+		// String fragments and a JSON value for one call: no client reads
+		// that as one thing.
+		r.fail(malformedReply(fmt.Errorf("the arguments of call %q mix string fragments and a JSON %s", clipString(p.id, 64), typeOf(a))), nil)
 	}
+	return p
+}
+
+func typeOf(r gjson.Result) string {
+	switch {
+	case r.IsObject():
+		return "object"
+	case r.IsArray():
+		return "array"
+	case r.Type == gjson.Number:
+		return "number"
+	case r.Type == gjson.String:
+		return "string"
+	}
+	return "value"
 }
 
 // object renders the accumulated call as a non-streamed tool call.
 func (p *partialCall) object(legacy bool) string {
-	fn := `{"name":` + jsonString(p.name) + `,"arguments":` + jsonString(string(p.args)) + `}`
+	args := jsonString(string(p.args))
+	switch {
+	case p.nonString != "":
+		args = p.nonString
+	case p.sawNull && len(p.args) == 0:
+		args = "null"
+	}
+	fn := `{"name":` + jsonString(p.name) + `,"arguments":` + args + `}`
 	if legacy {
 		return fn
 	}
@@ -127,23 +201,59 @@ func (p *partialCall) object(legacy bool) string {
 // receiving deltas (next) that are valid exactly as received. A call that
 // needs mending waits for the end of its choice, and so do the calls after
 // it, to keep the model's order: more of it may still come (calls can be
-// interleaved), and mending a prefix would be a guess.
+// interleaved), and mending a prefix would be a guess. A call whose events
+// are held goes out as those events, when they come before any other
+// call's; otherwise it waits too.
 func (r *streamReader) releaseReady(sc *streamChoice, next int64) {
 	for _, idx := range sc.order {
 		p := sc.partials[idx]
 		if p.released {
 			continue
 		}
-		if idx == next {
+		if idx == next || p.earlyFailed {
 			return
 		}
+		// Each call is checked here at most once while it is invalid, so
+		// interleaved deltas cannot make the work grow with their number
+		// times the size of a held call.
 		c := r.ex.check(gjson.Parse(p.object(sc.legacy)), sc.legacy, 0, false)
-		if !c.valid() || c.changed() {
+		if !c.valid() || c.changed() || c.unchecked {
+			p.earlyFailed = true
 			return
+		}
+		if !sc.synthesize {
+			if !r.releaseHeld(sc, p, c) {
+				return
+			}
+			continue
 		}
 		p.call, p.released = c, true
 		r.release(sc, c)
 	}
+}
+
+// releaseHeld sends a call as the events it came in, if they are the first
+// held and its index is the one it keeps among the calls released.
+func (r *streamReader) releaseHeld(sc *streamChoice, p *partialCall, c *call) bool {
+	if p.synthesize || (!sc.legacy && p.index != int64(sc.released)) {
+		return false
+	}
+	n := 0
+	for n < len(sc.held) && sc.held[n].call == p {
+		n++
+	}
+	for _, h := range sc.held[n:] {
+		if h.call == p {
+			return false // interleaved with another call's events
+		}
+	}
+	for _, h := range sc.held[:n] {
+		r.out.Write(h.ev)
+	}
+	sc.held = sc.held[n:]
+	p.call, p.released = c, true
+	sc.released++
+	return true
 }
 
 // settle runs the ladder on a finished choice's calls: every call not yet
@@ -155,7 +265,7 @@ func (r *streamReader) settle(sc *streamChoice) {
 	for _, idx := range sc.order {
 		p := sc.partials[idx]
 		if !p.released {
-			p.call = ex.checkCall(gjson.Parse(p.object(sc.legacy)), sc.legacy, 0)
+			p.call = ex.checkCut(gjson.Parse(p.object(sc.legacy)), sc.legacy, 0, true, sc.cutOff)
 		} else {
 			released[p.call] = true
 		}
@@ -196,6 +306,10 @@ func (r *streamReader) settle(sc *streamChoice) {
 			return
 		}
 	}
+	if r.releaseAllHeld(sc, ch.calls, released) {
+		return
+	}
+	r.unhold(sc)
 	for _, c := range ch.calls {
 		if !released[c] && (c.valid() || passthrough) {
 			r.release(sc, c)
@@ -203,8 +317,54 @@ func (r *streamReader) settle(sc *streamChoice) {
 	}
 }
 
+// releaseAllHeld sends the choice's remaining calls as the events they came
+// in, in the upstream's order, when every one of them is exactly as the
+// model sent it and keeps its index; it reports whether it did.
+func (r *streamReader) releaseAllHeld(sc *streamChoice, calls []*call, released map[*call]bool) bool {
+	if sc.synthesize {
+		return false
+	}
+	pos := sc.released
+	for _, c := range calls {
+		if released[c] {
+			continue
+		}
+		p := sc.partialOf(c)
+		if p == nil || p.synthesize || !c.valid() || c.changed() || c.unchecked || c.attempt != 0 ||
+			(!sc.legacy && p.index != int64(pos)) {
+			return false
+		}
+		pos++
+	}
+	if len(calls)-len(released) != len(sc.order)-countReleased(sc) {
+		return false // a call was dropped
+	}
+	for _, h := range sc.held {
+		r.out.Write(h.ev)
+	}
+	sc.held = nil
+	for _, c := range calls {
+		if !released[c] {
+			sc.partialOf(c).released = true
+		}
+	}
+	sc.released = pos
+	return true
+}
+
+func countReleased(sc *streamChoice) int {
+	n := 0
+	for _, p := range sc.partials {
+		if p.released {
+			n++
+		}
+	}
+	return n
+}
+
 // release sends one whole call to the client as a chunk in the upstream's
-// format, reusing the envelope (id, model, created...) of its last chunk.
+// format, reusing the envelope (id, model, created...) of the first chunk,
+// with its index renumbered among the calls released.
 func (r *streamReader) release(sc *streamChoice, c *call) {
 	name := c.name
 	if c.valid() && c.tool != nil {
@@ -221,7 +381,44 @@ func (r *streamReader) release(sc *streamChoice, c *call) {
 		}
 		delta = `{"tool_calls":[{"index":` + strconv.Itoa(sc.released) + `,` + id + `"type":"function","function":` + fn + `}]}`
 	}
-	chunk := patch(r.template, "choices", `[{"index":`+strconv.FormatInt(sc.index, 10)+`,"delta":`+delta+`,"finish_reason":null}]`)
+	chunk, err := sjson.SetRawBytes(append([]byte(nil), r.template...), "choices", []byte(`[{"index":`+strconv.FormatInt(sc.index, 10)+`,"delta":`+delta+`,"finish_reason":null}]`))
+	if err != nil {
+		r.fail(writeFailed(err), err)
+		return
+	}
 	r.writeData(r.ex.fallbackChunk(chunk, c))
 	sc.released++
+}
+
+// partialOf returns the held call that c was checked from, or nil (a call
+// of a re-ask).
+func (sc *streamChoice) partialOf(c *call) *partialCall {
+	for _, idx := range sc.order {
+		if p := sc.partials[idx]; p.call == c {
+			return p
+		}
+	}
+	return nil
+}
+
+// unhold gives up holding the choice's events whole: what they say besides
+// the tool-call deltas (a role, content, logprobs) goes out now, and the
+// choice's calls will go out as chunks of toolguard's.
+func (r *streamReader) unhold(sc *streamChoice) {
+	sc.synthesize = true
+	for _, h := range sc.held {
+		data, _ := eventData(h.ev)
+		chunk := data
+		var err error
+		for _, k := range []string{"tool_calls", "function_call"} {
+			if chunk, err = sjson.DeleteBytes(chunk, "choices.0.delta."+k); err != nil {
+				r.fail(writeFailed(err), err)
+				return
+			}
+		}
+		if !emptyChunk(chunk) {
+			r.writeData(chunk)
+		}
+	}
+	sc.held = nil
 }

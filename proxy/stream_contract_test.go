@@ -1,0 +1,288 @@
+package proxy_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/policy"
+)
+
+// outcomeComment is the one line toolguard adds to a stream with calls.
+var outcomeComment = regexp.MustCompile(`: toolguard outcome=\w+ reasks=\d+\n\n`)
+
+// openAIChunk is a chunk as OpenAI streams it, with the fields a
+// re-synthesised chunk would lose (system_fingerprint, logprobs, a vendor
+// extension).
+func openAIChunk(choice int, delta string, finish string) string {
+	fr := "null"
+	if finish != "" {
+		fr = `"` + finish + `"`
+	}
+	return `data: {"id":"chatcmpl-C4GmNWjg23NFd2DxEgJ1aMbICfhdA","object":"chat.completion.chunk","created":1755133847,"model":"gpt-4o-mini-2024-07-18","service_tier":"default","system_fingerprint":"fp_34a54ae93c",` +
+		`"choices":[{"index":` + fmt.Sprint(choice) + `,"delta":` + delta + `,"logprobs":{"content":[{"token":"x","logprob":-0.01}]},"finish_reason":` + fr + `}],"obfuscation":"a1b2"}` + "\n\n"
+}
+
+func openAICall(choice, index int, id, name, args string) string {
+	s := openAIChunk(choice, fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":%q,"type":"function","function":{"name":%q,"arguments":""}}]}`, index, id, name), "")
+	for len(args) > 0 {
+		n := min(7, len(args))
+		s += openAIChunk(choice, fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":%s}}]}`, index, quote(args[:n])), "")
+		args = args[n:]
+	}
+	return s
+}
+
+const weatherTools = `[{"type":"function","function":{"name":"get_current_weather","parameters":{"type":"object","properties":{"location":{"type":"string"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["location"]}}}]`
+
+// TestValidStreamsAreByteIdentical: a stream whose calls are all valid as
+// received reaches the client as the upstream sent it, every byte of every
+// chunk (logprobs, fingerprints, vendor fields, argument fragments), with
+// only toolguard's outcome comment added before [DONE].
+func TestValidStreamsAreByteIdentical(t *testing.T) {
+	role := openAIChunk(0, `{"role":"assistant","content":null}`, "")
+	usage := `data: {"id":"chatcmpl-C4GmNWjg23NFd2DxEgJ1aMbICfhdA","object":"chat.completion.chunk","created":1755133847,"model":"gpt-4o-mini-2024-07-18","choices":[],"usage":{"prompt_tokens":80,"completion_tokens":53,"total_tokens":133}}` + "\n\n"
+	sf := `{"location":"San Francisco, CA"}`
+	tokyo := `{"location":"Tokyo, Japan","unit":"celsius"}`
+	interleaved := role +
+		openAIChunk(0, `{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_current_weather","arguments":""}}]}`, "") +
+		openAIChunk(0, `{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"get_current_weather","arguments":""}}]}`, "") +
+		openAIChunk(0, `{"tool_calls":[{"index":0,"function":{"arguments":"{\"location\":"}}]}`, "") +
+		openAIChunk(0, `{"tool_calls":[{"index":1,"function":{"arguments":"{\"location\":"}}]}`, "") +
+		openAIChunk(0, `{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}`, "") +
+		openAIChunk(0, `{"tool_calls":[{"index":1,"function":{"arguments":"\"Rome\"}"}}]}`, "") +
+		openAIChunk(0, `{}`, "tool_calls") + usage + done
+	tests := map[string]string{
+		"one call":       role + openAICall(0, 0, "call_a", "get_current_weather", sf) + openAIChunk(0, `{}`, "tool_calls") + usage + done,
+		"three calls":    role + openAICall(0, 0, "call_a", "get_current_weather", sf) + openAICall(0, 1, "call_b", "get_current_weather", tokyo) + openAICall(0, 2, "call_c", "get_current_weather", sf) + openAIChunk(0, `{}`, "tool_calls") + usage + done,
+		"interleaved":    interleaved,
+		"text then call": role + openAIChunk(0, `{"content":"Checking."}`, "") + openAICall(0, 0, "call_a", "get_current_weather", sf) + openAIChunk(0, `{}`, "tool_calls") + done,
+		"n=2": openAIChunk(0, `{"role":"assistant"}`, "") + openAIChunk(1, `{"role":"assistant"}`, "") +
+			openAICall(0, 0, "call_a", "get_current_weather", sf) + openAICall(1, 0, "call_b", "get_current_weather", tokyo) +
+			openAIChunk(0, `{}`, "tool_calls") + openAIChunk(1, `{}`, "tool_calls") + usage + done,
+		"CRLF": strings.ReplaceAll(role+openAICall(0, 0, "call_a", "get_current_weather", sf)+openAIChunk(0, `{}`, "tool_calls")+done, "\n", "\r\n"),
+	}
+	for name, stream := range tests {
+		t.Run(name, func(t *testing.T) {
+			up := newUpstream(t, sseReply(stream))
+			srv, _ := guard(t, up, nil)
+			_, body := post(t, srv, "/v1/chat/completions", `{"model":"m","stream":true,"messages":[],"tools":`+weatherTools+`}`)
+			if !outcomeComment.Match(body) || !strings.Contains(string(body), "outcome=valid") {
+				t.Errorf("no valid outcome comment: %s", body)
+			}
+			got := outcomeComment.ReplaceAllString(strings.ReplaceAll(string(body), "\r\n", "\n"), "")
+			want := strings.ReplaceAll(stream, "\r\n", "\n")
+			if name == "n=2" {
+				// Each choice's calls are held until that choice ends, so
+				// the choices' events may interleave differently; within
+				// each choice, every event is as the upstream sent it.
+				got, want = byChoice(got), byChoice(want)
+			}
+			if diff := cmp.Diff(got, want); diff != "" {
+				t.Errorf("stream changed (-got +want):\n%s", diff)
+			}
+			if name == "CRLF" && !strings.HasPrefix(string(body), strings.TrimSuffix(stream, strings.ReplaceAll(done, "\n", "\r\n"))) {
+				t.Errorf("CRLF stream changed: %q", body)
+			}
+		})
+	}
+}
+
+// byChoice groups a stream's events by the index of their choice, in order.
+func byChoice(stream string) string {
+	groups := map[string][]string{}
+	var keys []string
+	for _, ev := range strings.SplitAfter(stream, "\n\n") {
+		k := gjson.Get(strings.TrimPrefix(ev, "data: "), "choices.0.index").Raw
+		if groups[k] == nil {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], ev)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString("choice " + k + ":\n" + strings.Join(groups[k], ""))
+	}
+	return b.String()
+}
+
+// TestRecordedStreamsAreByteIdentical: every stream recorded from OpenAI in
+// testdata passes byte for byte. (The recordings hold no streamed tool
+// calls; TestValidStreamsAreByteIdentical streams OpenAI's recorded
+// parallel-call answer in OpenAI's chunk format.)
+func TestRecordedStreamsAreByteIdentical(t *testing.T) {
+	for _, name := range []string{"chat-streaming", "chat-streaming-detailed-usage"} {
+		rec := cassette(t, name)
+		up := newUpstream(t, reply{Header: rec.Header(), Body: rec.Response.Body})
+		srv, _ := guard(t, up, nil)
+		_, body := post(t, srv, "/v1/chat/completions", streamRequest(`,"stream_options":{"include_usage":true}`))
+		if diff := cmp.Diff(string(body), rec.Response.Body); diff != "" {
+			t.Errorf("%s changed (-got +want):\n%s", name, diff)
+		}
+	}
+}
+
+// TestStreamArgumentsThatAreNotStrings: arguments sent as a JSON value in a
+// delta were dropped (the call assembled from ""): an object is mended as
+// in a non-streamed reply, other values are re-asked, a mix of fragments
+// and a value is a malformed reply. Each stream is split at every byte.
+func TestStreamArgumentsThatAreNotStrings(t *testing.T) {
+	noRequired := `[{"type":"function","function":{"name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}}}}}]`
+	withArgs := func(args string) string {
+		return chunk(`[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"click","arguments":` + args + `}}]},"finish_reason":null}]`)
+	}
+	moreArgs := func(args string) string {
+		return chunk(`[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":` + args + `}}]},"finish_reason":null}]`)
+	}
+	end := chunk(finish(0, "tool_calls")) + done
+	fixed := toolReply(`{}`, clickCall("call_b", `"{\"selector\":\"#fixed\"}"`))
+	tests := []struct {
+		name, stream, tools, want, outcome, errorCode string
+	}{
+		{name: "object", stream: withArgs(`{"selector":"#a"}`) + end, tools: clickTools, want: `call_a click {"selector":"#a"}`, outcome: "repaired"},
+		{name: "object, nothing required", stream: withArgs(`{"selector":"#a"}`) + end, tools: noRequired, want: `call_a click {"selector":"#a"}`, outcome: "repaired"},
+		{name: "array", stream: withArgs(`["#a"]`) + end, tools: noRequired, want: `call_b click {"selector":"#fixed"}`, outcome: "reasked"},
+		{name: "number", stream: withArgs(`5`) + end, tools: noRequired, want: `call_b click {"selector":"#fixed"}`, outcome: "reasked"},
+		{name: "null", stream: withArgs(`null`) + end, tools: clickTools, want: `call_b click {"selector":"#fixed"}`, outcome: "reasked"},
+		{name: "null, then fragments", stream: withArgs(`null`) + moreArgs(quote(`{"selector":`)) + moreArgs(quote(`"#a"}`)) + end, tools: clickTools, want: `call_a click {"selector":"#a"}`, outcome: "valid"},
+		{name: "fragment, then object", stream: withArgs(quote(`{"sel`)) + moreArgs(`{"selector":"#a"}`) + end, tools: clickTools, errorCode: "upstream_malformed_reply"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stream := tt.stream
+			var split atomic.Int64
+			up := newUpstream(t)
+			up.handle = func(w http.ResponseWriter, r *http.Request, n int) {
+				if !strings.Contains(string(up.requests()[n].Body), `"stream":true`) {
+					// A re-ask: toolguard makes it without streaming.
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, fixed)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				at := int(split.Load())
+				io.WriteString(w, stream[:at])
+				w.(http.Flusher).Flush()
+				io.WriteString(w, stream[at:])
+			}
+			srv, _ := guard(t, up, nil)
+			req := `{"model":"m","stream":true,"messages":[],"tools":` + tt.tools + `}`
+			for at := 0; at <= len(stream); at += max(1, len(stream)/97) {
+				split.Store(int64(at))
+				_, body := post(t, srv, "/v1/chat/completions", req)
+				a := assemble(t, body)
+				if tt.errorCode != "" {
+					if !strings.Contains(a.Error, tt.errorCode) {
+						t.Fatalf("split %d: error %q, want %s", at, a.Error, tt.errorCode)
+					}
+					continue
+				}
+				if got := a.Calls[0]; len(got) != 1 || got[0] != tt.want || !strings.Contains(a.Comment, "outcome="+tt.outcome) {
+					t.Fatalf("split %d: calls %q, %s; want %q, outcome %s\n%s", at, got, a.Comment, tt.want, tt.outcome, body)
+				}
+			}
+		})
+	}
+}
+
+// TestStreamsAreReadAsClientsReadThem: framing and JSON that a client reads
+// differently from toolguard must not carry unchecked calls past it.
+func TestStreamsAreReadAsClientsReadThem(t *testing.T) {
+	invalid := streamCall(0, 0, "call_a", `{"element":"#a","x":1}`)
+	tests := []struct {
+		name, stream, errorCode string
+	}{
+		{name: "lone CR", stream: strings.ReplaceAll(invalid+chunk(finish(0, "tool_calls"))+done, "\n", "\r")},
+		{name: "byte order mark", stream: "\xef\xbb\xbf" + invalid + chunk(finish(0, "tool_calls")) + done, errorCode: "upstream_invalid_event"},
+		{name: "duplicate arguments", errorCode: "upstream_ambiguous_reply",
+			stream: chunk(`[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"click","arguments":"{\"selector\":\"#a\"}","arguments":"{}"}}]},"finish_reason":null}]`) + chunk(finish(0, "tool_calls")) + done},
+		{name: "duplicate choices", errorCode: "upstream_ambiguous_reply",
+			stream: `data: {"choices":[{"index":0,"delta":{"content":"hi"}}],"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"click","arguments":"{}"}}]}}]}` + "\n\n" + chunk(finish(0, "tool_calls")) + done},
+		{name: "duplicate tool_calls", errorCode: "upstream_ambiguous_reply",
+			stream: chunk(`[{"index":0,"delta":{"tool_calls":[],"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"click","arguments":"{}"}}]},"finish_reason":null}]`) + chunk(finish(0, "tool_calls")) + done},
+		{name: "letter case", errorCode: "upstream_ambiguous_reply",
+			stream: chunk(`[{"index":0,"delta":{"Tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"click","arguments":"{}"}}]},"finish_reason":null}]`) + chunk(finish(0, "tool_calls")) + done},
+		{name: "function_call beside tool_calls", errorCode: "upstream_malformed_reply",
+			stream: streamCall(0, 0, "call_a", `{"selector":"#a"}`) + chunk(`[{"index":0,"delta":{"function_call":{"name":"click","arguments":"{}"}},"finish_reason":null}]`) + chunk(finish(0, "tool_calls")) + done},
+		{name: "tool_calls object", errorCode: "upstream_malformed_reply",
+			stream: chunk(`[{"index":0,"delta":{"tool_calls":{"index":0,"id":"c","type":"function","function":{"name":"click","arguments":"{}"}}},"finish_reason":null}]`) + chunk(finish(0, "tool_calls")) + done},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newUpstream(t, sseReply(tt.stream), sseReply(streamCall(0, 0, "call_b", `{"selector":"#b"}`)+chunk(finish(0, "tool_calls"))+done))
+			srv, _ := guard(t, up, func(c *policy.Config) { c.MaxReasks = 0 })
+			_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
+			// What a client that splits lines on CR, LF and CRLF reads.
+			a := assemble(t, []byte(strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(string(body))))
+			for _, c := range a.Calls[0] {
+				if !strings.Contains(c, `"selector"`) || strings.Contains(c, "element") {
+					t.Fatalf("an invalid call reached the client: %q\n%s", c, body)
+				}
+			}
+			if tt.errorCode != "" && !strings.Contains(a.Error, tt.errorCode) {
+				t.Errorf("error %q, want %s\n%s", a.Error, tt.errorCode, body)
+			}
+			if tt.errorCode == "" && !strings.Contains(a.Error, "tool_call_invalid") {
+				t.Errorf("the invalid call was not caught: %s", body)
+			}
+		})
+	}
+}
+
+// TestStreamTruncatedAtLengthIsReasked: a call cut off at the length limit
+// is re-asked, never closed and sent as repaired.
+func TestStreamTruncatedAtLengthIsReasked(t *testing.T) {
+	stream := streamCall(0, 0, "call_a", `{"selector": "#a"`) + chunk(finish(0, "length")) + done
+	up := newUpstream(t, sseReply(stream), reply{Body: toolReply(`{}`, clickCall("call_b", `"{\"selector\":\"#b\"}"`))})
+	srv, _ := guard(t, up, nil)
+	_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
+	a := assemble(t, body)
+	if got := a.Calls[0]; len(got) != 1 || got[0] != `call_b click {"selector":"#b"}` || !strings.Contains(a.Comment, "outcome=reasked") {
+		t.Errorf("calls %q %s", got, a.Comment)
+	}
+}
+
+// TestInterleavedDeltasCostLinearWork: one large invalid call followed by
+// thousands of deltas alternating between two other calls re-parsed the
+// held call at every switch (45 s). Bytes allocated for a stream ten times
+// as long (ten times the switches, a held call ten times the size) must
+// grow about ten times, not a hundred.
+func TestInterleavedDeltasCostLinearWork(t *testing.T) {
+	stream := func(n int) string {
+		var b strings.Builder
+		// The held call grows with the stream, as in a real reply.
+		b.WriteString(chunk(callStart(0, 0, "call_big", "click")) + chunk(argsDelta(0, 0, `{"element":"`+strings.Repeat("x", 100*n)+`"}`)))
+		b.WriteString(chunk(callStart(0, 1, "call_1", "click")) + chunk(callStart(0, 2, "call_2", "click")))
+		for range n {
+			b.WriteString(chunk(argsDelta(0, 1, " ")) + chunk(argsDelta(0, 2, " ")))
+		}
+		b.WriteString(chunk(finish(0, "tool_calls")) + done)
+		return b.String()
+	}
+	allocated := func(n int) uint64 {
+		up := newUpstream(t, sseReply(stream(n)))
+		srv, _ := guard(t, up, func(c *policy.Config) { c.MaxReasks = 0 })
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
+		runtime.ReadMemStats(&after)
+		if !strings.Contains(string(body), "tool_call_invalid") {
+			t.Fatalf("%d deltas: no failure: %.300s", n, body)
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := allocated(200), allocated(2000)
+	t.Logf("200 switches: %d bytes allocated; 2,000: %d (%.1fx)", small, large, float64(large)/float64(small))
+	if large > 25*small {
+		t.Errorf("10x the deltas allocated %.1fx the bytes", float64(large)/float64(small))
+	}
+}
