@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -97,6 +98,10 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			requestUnreadable(err).write(w)
 			return
 		}
+		if len(body) > 0 && body[firstNonSpace(body)] != '{' {
+			requestUnreadable(errors.New("the body is not a JSON object")).write(w)
+			return
+		}
 		if ae := checkDeclarations(body); ae != nil {
 			ae.write(w)
 			return
@@ -132,6 +137,17 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	h.proxy(w, r, body)
 	info.inspected = nil
 	ex.logResult(r)
+}
+
+// firstNonSpace is the index of the first byte of b that is not JSON
+// white space (len(b) if none).
+func firstNonSpace(b []byte) int {
+	for i, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return i
+		}
+	}
+	return len(b)
 }
 
 // inspect is the ReverseProxy's ModifyResponse for an exchange: it runs the

@@ -3,7 +3,9 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -195,12 +197,15 @@ func checkStreamOut(t *testing.T, out []byte) {
 func FuzzResponse(f *testing.F) {
 	seedRecordings(f, func(s string) { f.Add([]byte(s)) })
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if !gjson.ValidBytes(in) {
+		if strictJSON(in, chatResponseShape) != nil {
 			return // inspect answers 502 before the ladder sees it
 		}
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
 			ex := fuzzExchange(t, onFailure)
 			status, out, err := ex.run(in, httptest.NewRequest("POST", "/", nil))
+			if ae, ok := err.(*apiError); ok && ae.Status == 502 && (ae.Code == "upstream_malformed_reply" || ae.Code == "toolguard_write_failed") {
+				continue // refused, in the error shape
+			}
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
@@ -256,4 +261,142 @@ func FuzzRequest(f *testing.F) {
 			t.Fatalf("mending twice changed the request again: %v", edits)
 		}
 	})
+}
+
+// captureTransport answers every request with a completion without calls,
+// keeping the last body it was sent.
+type captureTransport struct {
+	mu   sync.Mutex
+	body []byte
+}
+
+func (c *captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	b, _ := io.ReadAll(r.Body)
+	c.mu.Lock()
+	c.body = b
+	c.mu.Unlock()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Request: r,
+		Body: io.NopCloser(strings.NewReader(`{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`))}, nil
+}
+
+// serverTools are the function names a server reads from a chat request:
+// Go's encoding/json into a struct (names in any letter case, the last of
+// duplicates) and a last-wins map (Python's json, JavaScript's JSON.parse).
+//
+// A Go server that cannot decode the body refuses it (foldedOK false): that
+// is no bypass.
+func serverTools(body []byte) (folded []string, foldedOK bool, exact []string, ok bool) {
+	var v struct {
+		Tools []struct {
+			Function *struct{ Name string }
+		}
+		Functions []struct{ Name string }
+	}
+	foldedOK = json.Unmarshal(body, &v) == nil
+	for _, t := range v.Tools {
+		if t.Function != nil && t.Function.Name != "" {
+			folded = append(folded, t.Function.Name)
+		}
+	}
+	if len(folded) == 0 {
+		for _, f := range v.Functions {
+			if f.Name != "" {
+				folded = append(folded, f.Name)
+			}
+		}
+	}
+	var m map[string]any
+	if json.Unmarshal(body, &m) != nil {
+		return nil, false, nil, false
+	}
+	list := func(field string, fn bool) {
+		arr, _ := m[field].([]any)
+		for _, e := range arr {
+			o, _ := e.(map[string]any)
+			if fn {
+				o, _ = o["function"].(map[string]any)
+			}
+			if name, _ := o["name"].(string); name != "" {
+				exact = append(exact, name)
+			}
+		}
+	}
+	list("tools", true)
+	if len(exact) == 0 {
+		list("functions", false)
+	}
+	return folded, foldedOK, exact, true
+}
+
+// FuzzStrictRequest posts fuzzed chat requests through the real handler:
+// toolguard either refuses a body or forwards one whose tools it read
+// exactly as a server reads them. A forwarded body whose servers find tools
+// that toolguard did not declare would pass their calls unchecked.
+func FuzzStrictRequest(f *testing.F) {
+	fn := `{"type":"function","function":{"name":"click","parameters":{"type":"object"}}}`
+	for _, seed := range []string{
+		`{"model":"m","messages":[],"tools":[` + fn + `]}`,
+		`{"model":"m","messages":[],"tools":[],"tools":[` + fn + `]}`,
+		`{"model":"m","messages":[],"Tools":[` + fn + `]}`,
+		`{"model":"m","messages":[],"tools":[` + fn + `]} {"tools":[]}`,
+		"\xef\xbb\xbf{\"tools\":[" + fn + `]}`,
+		`{"model":"m","temperature":NaN,"tools":[` + fn + `]}`,
+		`{"model":"m","tools":[{"type":"custom","function":{"name":"x"}}]}`,
+		`{"model":"m","functions":[{"name":"f"}],"tools":[]}`,
+		`{"model":"m","tools":[{"function":{"name":"a","Name":"b"}}]}`,
+		`{"model":"m","tools":[{"type":"function","function":{"name":"a"},"Function":{"name":"b"}}]}`,
+		`{"model":"m","t\u006fols":[` + fn + `]}`,
+		"{\"model\":\"m\",\"tool\u017f\":[" + fn + `]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	rt := &captureTransport{}
+	cfg := policy.Default()
+	h, err := New(Options{Config: cfg, Transport: rt})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rt.mu.Lock()
+		rt.body = nil
+		rt.mu.Unlock()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body)))
+		rt.mu.Lock()
+		sent := rt.body
+		rt.mu.Unlock()
+		if sent == nil {
+			if rec.Code < 400 {
+				t.Fatalf("status %d but nothing went upstream", rec.Code)
+			}
+			return // refused
+		}
+		folded, foldedOK, exact, ok := serverTools(sent)
+		if !ok {
+			t.Fatalf("forwarded a body servers cannot read: %q", sent)
+		}
+		var ours []string
+		if ts := declaredTools(sent); ts != nil {
+			ours = ts.names
+		}
+		if (foldedOK && !sameNames(folded, ours)) || !sameNames(exact, ours) {
+			t.Fatalf("forwarded %q: servers read tools %q / %q, toolguard %q", sent, folded, exact, ours)
+		}
+	})
+}
+
+// sameNames compares two lists of names as sets.
+func sameNames(a, b []string) bool {
+	set := map[string]bool{}
+	for _, n := range a {
+		set[n] = true
+	}
+	other := map[string]bool{}
+	for _, n := range b {
+		other[n] = true
+		if !set[n] {
+			return false
+		}
+	}
+	return len(set) == len(other)
 }

@@ -27,8 +27,9 @@ type toolset struct {
 func declaredTools(body []byte) *toolset {
 	ts := &toolset{byName: map[string]*tool{}}
 	add := func(fn gjson.Result) {
-		name := fn.Get("name").String()
-		if name == "" || ts.byName[name] != nil {
+		n := fn.Get("name")
+		name := n.Str
+		if n.Type != gjson.String || name == "" || ts.byName[name] != nil {
 			return
 		}
 		params := objectSchema
