@@ -19,5 +19,17 @@
 //     linear in their input, so no pattern can backtrack catastrophically; a
 //     schema that refers to itself validates as deep as the arguments go, and
 //     a reference loop that consumes nothing does not compile.
-//   - Numbers are decoded as json.Number, so no precision is lost on the way.
+//   - Numbers are decoded as json.Number, so no precision is lost on the way;
+//     a number of more than 400 digits or beyond float64's range is an invalid
+//     argument, and makes a schema that holds it not compile.
+//   - The work of validating is bounded: before the validator runs, a walk
+//     over a plan made at compile time counts the visits it could make and
+//     stops at MaxSteps (or what is left of a shared Budget); arguments over
+//     it are not checked and Validate says so with one error of keyword
+//     KeywordBudget (see Unchecked). Patterns whose program is over
+//     MaxPatternInsts do not compile.
+//   - At most MaxErrors errors are kept per call, each message bounded; an
+//     enum is described by its size and a few values, never quoted whole.
+//   - The cache is bounded by estimated memory (SetMaxBytes) as well as by
+//     count.
 package validate
