@@ -72,3 +72,15 @@ func TestBufferPoolLendsCopySizedBuffers(t *testing.T) {
 		t.Fatalf("len %d after a foreign Put, want %d", len(b), copyBufferSize)
 	}
 }
+
+// TestReadSizedTrustsTheDeclaredSizeOnlySoFar: a body that declares 32 MiB
+// and sends ten bytes holds a buffer of at most 64 KiB.
+func TestReadSizedTrustsTheDeclaredSizeOnlySoFar(t *testing.T) {
+	got, err := readSized(strings.NewReader("0123456789"), 32<<20, 32<<20)
+	if err != nil || string(got) != "0123456789" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if cap(got) > 64<<10+1 {
+		t.Fatalf("a buffer of %d bytes for ten", cap(got))
+	}
+}

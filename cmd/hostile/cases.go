@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const clickTools = `[{"type":"function","function":{"name":"click","description":"Click an element",` +
@@ -136,9 +140,48 @@ func requestCases() []hostileCase {
 		{name: "pattern: (\\p{L}|\\p{N}){500}z on 500 KB", request: func() []byte {
 			return toolRequest("f", `{"type":"object","properties":{"s":{"type":"string","pattern":"(\\p{L}|\\p{N}){500}z"}}}`)
 		}, reply: callReply("f", `{"s":"`+strings.Repeat("a", 500<<10)+`"}`)},
+		{name: "40 connections declaring 32 MiB, sending 10 bytes", send: slowDeclared, reply: jsonReply(`{}`)},
 		{name: "history: 1,000 calls to mend (1 MB)", request: func() []byte { return []byte(history.String()) }, reply: jsonReply(`{"choices":[]}`)},
 		{name: "arguments: 1.1 MB, valid", request: func() []byte {
 			return toolRequest("f", `{"type":"object","properties":{"text":{"type":"string"}}}`)
 		}, reply: callReply("f", `{"text":"`+strings.Repeat("a", 1100<<10)+`"}`)},
 	}
+}
+
+// slowDeclared opens 40 connections that each declare a 32 MiB body and send
+// 10 bytes of it, then reads toolguard's memory while they wait, and closes
+// them.
+func slowDeclared(addr string) (int, error) {
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 40 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return 0, err
+		}
+		conns = append(conns, c)
+		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"model\":", 32<<20)
+	}
+	// Let the server read what was sent. The buffers are allocated but
+	// not touched, so resident memory hides them: the heap in use, from
+	// toolguard's own metrics, shows them.
+	time.Sleep(500 * time.Millisecond)
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			var f float64
+			fmt.Sscan(v, &f)
+			fmt.Fprintf(os.Stderr, "40 connections declaring 32 MiB: heap in use %.1f MiB\n", f/(1<<20))
+		}
+	}
+	return resp.StatusCode, nil
 }

@@ -44,6 +44,9 @@ type hostileCase struct {
 	// reply answers each upstream request (n counts from 0).
 	reply func(w http.ResponseWriter, r *http.Request, n int)
 	env   []string // extra configuration, if any
+	// send, if set, replaces the one POST of request: it talks to the
+	// toolguard at addr itself and returns the last status it read.
+	send func(addr string) (int, error)
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -137,15 +140,21 @@ func measure(ctx context.Context, bin string, c hostileCase) (measurement, error
 	if err != nil {
 		return m, err
 	}
-	body := c.request()
-	m.requestBytes = int64(len(body))
-	resp, err := client.Post("http://"+addr+"/v1/chat/completions", "application/json", bytes.NewReader(body))
-	if err != nil {
-		return m, err
+	if c.send != nil {
+		if m.status, err = c.send(addr); err != nil {
+			return m, err
+		}
+	} else {
+		body := c.request()
+		m.requestBytes = int64(len(body))
+		resp, err := client.Post("http://"+addr+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return m, err
+		}
+		m.clientBytes, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		m.status = resp.StatusCode
 	}
-	m.clientBytes, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	m.status = resp.StatusCode
 	after, err := cpuTime(pid)
 	if err != nil {
 		return m, err
