@@ -176,7 +176,11 @@ func TestStreamArgumentsThatAreNotStrings(t *testing.T) {
 			}
 			srv, _ := guard(t, up, nil)
 			req := `{"model":"m","stream":true,"messages":[],"tools":` + tt.tools + `}`
-			for at := 0; at <= len(stream); at += max(1, len(stream)/97) {
+			step := 1 // every byte for the values a delta may hold
+			if strings.Contains(tt.name, ",") {
+				step = max(1, len(stream)/97)
+			}
+			for at := 0; at <= len(stream); at += step {
 				split.Store(int64(at))
 				_, body := post(t, srv, "/v1/chat/completions", req)
 				a := assemble(t, body)
@@ -238,16 +242,27 @@ func TestStreamsAreReadAsClientsReadThem(t *testing.T) {
 	}
 }
 
-// TestStreamTruncatedAtLengthIsReasked: a call cut off at the length limit
-// is re-asked, never closed and sent as repaired.
-func TestStreamTruncatedAtLengthIsReasked(t *testing.T) {
-	stream := streamCall(0, 0, "call_a", `{"selector": "#a"`) + chunk(finish(0, "length")) + done
-	up := newUpstream(t, sseReply(stream), reply{Body: toolReply(`{}`, clickCall("call_b", `"{\"selector\":\"#b\"}"`))})
-	srv, _ := guard(t, up, nil)
-	_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
-	a := assemble(t, body)
-	if got := a.Calls[0]; len(got) != 1 || got[0] != `call_b click {"selector":"#b"}` || !strings.Contains(a.Comment, "outcome=reasked") {
-		t.Errorf("calls %q %s", got, a.Comment)
+// TestStreamTruncatedCallsAreNotClosed: in a stream as in a reply, a call
+// cut off at the length limit, or one that could have gone on with more
+// members or items, is re-asked, never closed and sent as repaired.
+func TestStreamTruncatedCallsAreNotClosed(t *testing.T) {
+	tools := `[{"type":"function","function":{"name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}}},"required":["selector"]}}}]`
+	tests := []struct{ name, args, finish string }{
+		{name: "a member may follow", args: `{"selector": "#a"`, finish: "tool_calls"},
+		{name: "an item may follow", args: `{"selector": "#a", "tags": ["x", "y"`, finish: "tool_calls"},
+		{name: "cut off at the length limit", args: `{"selector": "#a", "tags": ["x"]`, finish: "length"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stream := streamCall(0, 0, "call_a", tt.args) + chunk(finish(0, tt.finish)) + done
+			up := newUpstream(t, sseReply(stream), reply{Body: toolReply(`{}`, clickCall("call_b", `"{\"selector\":\"#b\"}"`))})
+			srv, _ := guard(t, up, nil)
+			_, body := post(t, srv, "/v1/chat/completions", `{"model":"m","stream":true,"messages":[],"tools":`+tools+`}`)
+			a := assemble(t, body)
+			if got := a.Calls[0]; len(got) != 1 || got[0] != `call_b click {"selector":"#b"}` || !strings.Contains(a.Comment, "outcome=reasked") {
+				t.Errorf("calls %q %s", got, a.Comment)
+			}
+		})
 	}
 }
 
