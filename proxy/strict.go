@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -59,15 +61,33 @@ func strictJSON(body []byte, s shape) error {
 	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) {
 		return &strictError{Reason: "the body starts with a byte order mark"}
 	}
-	d := jsontext.NewDecoder(bytes.NewReader(body))
-	if err := walkStrict(d, s); err != nil {
+	st := strictPool.Get().(*strictState)
+	defer strictPool.Put(st)
+	st.r.Reset(body)
+	st.d.Reset(&st.r)
+	defer st.d.Reset(&st.empty) // keep no reference to body in the pool
+	if err := walkStrict(st.d, s); err != nil {
 		return err
 	}
-	if _, err := d.ReadToken(); err != io.EOF {
+	if _, err := st.d.ReadToken(); err != io.EOF {
 		return &strictError{Reason: "the body holds more than one JSON value"}
 	}
 	return nil
 }
+
+// strictState is a decoder and its reader, reused: making a decoder costs
+// a few dozen allocations, and a stream checks every event.
+type strictState struct {
+	r     bytes.Reader
+	empty bytes.Reader
+	d     *jsontext.Decoder
+}
+
+var strictPool = sync.Pool{New: func() any {
+	st := &strictState{}
+	st.d = jsontext.NewDecoder(&st.r)
+	return st
+}}
 
 // walkStrict reads one value from d, checking the member names of objects
 // that s describes.
@@ -87,17 +107,26 @@ func walkStrict(d *jsontext.Decoder, s shape) error {
 	switch tok.Kind() {
 	case '{':
 		for d.PeekKind() == '"' {
-			name, err := d.ReadToken()
+			raw, err := d.ReadValue()
 			if err != nil {
 				return syntaxError(d, err)
 			}
-			n := name.String()
-			child, known := s[n]
+			// The name as servers read it: unquoted, escapes decoded. Most
+			// names hold no escape and are read in place.
+			var n []byte
+			if bytes.IndexByte(raw, '\\') < 0 {
+				n = raw[1 : len(raw)-1]
+			} else if n, err = jsontext.AppendUnquote(nil, raw); err != nil {
+				return syntaxError(d, err)
+			}
+			child, known := s[string(n)]
 			if !known {
+				// Read in place, not kept: no copy of the name is made.
+				ns := unsafe.String(unsafe.SliceData(n), len(n))
 				for k := range s {
-					if strings.EqualFold(k, n) {
+					if strings.EqualFold(k, ns) {
 						return &strictError{Pointer: string(d.StackPointer()), Ambiguous: true,
-							Reason: fmt.Sprintf("member %q differs from %q only in letter case", n, k)}
+							Reason: fmt.Sprintf("member %q differs from %q only in letter case", clipString(string(n), 64), k)}
 					}
 				}
 			}
