@@ -4,7 +4,14 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/toolguard ./cmd/proxy
+# The version and commit are set at build time (docker build --build-arg
+# VERSION=v1.2.3 --build-arg REVISION=$(git rev-parse HEAD) .); they show in
+# toolguard -version, the start-up log line and toolguard_build_info.
+ARG VERSION=dev
+ARG REVISION=unknown
+RUN CGO_ENABLED=0 go build -trimpath \
+    -ldflags="-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION}" \
+    -o /out/toolguard ./cmd/proxy
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/toolguard /toolguard

@@ -153,6 +153,11 @@ func Load(environ []string) (Config, error) {
 	c.APIKeys = keys
 	if len(keys) == 0 {
 		c.APIKeys = nil
+		if v, set := vars["TOOLGUARD_API_KEYS"]; set && strings.TrimSpace(v) != "" {
+			// Only separators: meant to turn authentication on, it would
+			// leave it off without a word.
+			errs = append(errs, problem{"TOOLGUARD_API_KEYS", "holds only separators, no key: set keys, or leave it empty to run without client authentication"})
+		}
 	}
 	for _, e := range c.problems() {
 		if !unparsed[e.key] {
@@ -160,6 +165,60 @@ func Load(environ []string) (Config, error) {
 		}
 	}
 	return c, errors.Join(errs...)
+}
+
+// Unknown returns, for each TOOLGUARD_ variable of environ that toolguard
+// does not know (a misspelling, most often), a warning naming the closest
+// known variable.
+func Unknown(environ []string) []string {
+	known := map[string]bool{}
+	var names []string
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[Config]()) {
+		if k := f.Tag.Get("env"); k != "" {
+			known[k] = true
+			names = append(names, k)
+		}
+	}
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(strings.ToUpper(k), "TOOLGUARD_") || known[k] {
+			continue
+		}
+		best, bestD := "", -1
+		for _, n := range names {
+			if d := distance(strings.ToUpper(k), n); bestD < 0 || d < bestD {
+				best, bestD = n, d
+			}
+		}
+		msg := k + " is not a toolguard variable and is ignored"
+		if bestD >= 0 && bestD <= max(3, len(k)/4) {
+			msg += "; did you mean " + best + "?"
+		}
+		out = append(out, msg)
+	}
+	return out
+}
+
+// distance is the Levenshtein distance between a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // parseError names the variable of a value that did not parse, and says what

@@ -80,3 +80,15 @@ func TestLoadAcceptsGoodValues(t *testing.T) {
 		t.Errorf("got %+v", c)
 	}
 }
+
+func TestUnknownVariables(t *testing.T) {
+	got := policy.Unknown([]string{"TOOLGUARD_MODE=repair", "TOOLGUARD_UPSTREM_URL=x", "TOOLGUARD_WHATEVER_THIS_IS=1", "PATH=/bin", "toolguard_mode=off"})
+	want := []string{
+		"TOOLGUARD_UPSTREM_URL is not a toolguard variable and is ignored; did you mean TOOLGUARD_UPSTREAM_URL?",
+		"TOOLGUARD_WHATEVER_THIS_IS is not a toolguard variable and is ignored",
+		"toolguard_mode is not a toolguard variable and is ignored; did you mean TOOLGUARD_MODE?",
+	}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("(-got +want):\n%s", diff)
+	}
+}

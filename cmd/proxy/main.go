@@ -19,6 +19,9 @@ import (
 	"syscall"
 	"time"
 
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/common/version"
+
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy"
 )
@@ -40,8 +43,23 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	fs.SetOutput(stderr)
 	demo := fs.Bool("demo", false, "run against a built-in scripted model that makes the classic mistakes, print what toolguard does, and exit")
 	healthcheck := fs.Bool("healthcheck", false, "ask the toolguard listening on TOOLGUARD_LISTEN_ADDR whether it is healthy, and exit 0 if it is (for container health checks)")
+	showVersion := fs.Bool("version", false, "print the version, the commit and the Go version, and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: toolguard [flags]\n\n"+
+			"toolguard is an OpenAI-compatible reverse proxy that lets only valid tool calls through.\n"+
+			"It is configured by TOOLGUARD_* environment variables: see config.example.env and the README\n"+
+			"(TOOLGUARD_UPSTREAM_URL, TOOLGUARD_LISTEN_ADDR, TOOLGUARD_MODE, ...).\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // the usage was printed: asking for it is no error
+		}
 		return err
+	}
+	if *showVersion {
+		fmt.Fprintf(stdout, "toolguard %s (commit %s, %s)\n", buildVersion(), version.GetRevision(), version.GoVersion)
+		return nil
 	}
 	cfg, err := policy.Load(environ)
 	if err != nil {
@@ -50,6 +68,9 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	logger, err := newLogger(cfg, stderr)
 	if err != nil {
 		return err
+	}
+	for _, w := range policy.Unknown(environ) {
+		logger.Warn(w)
 	}
 	if *demo {
 		return runDemo(ctx, cfg, stdout)
@@ -61,6 +82,8 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	if err != nil {
 		return err
 	}
+	version.Version = buildVersion()
+	h.Metrics().MustRegister(versioncollector.NewCollector("toolguard"))
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("listen on TOOLGUARD_LISTEN_ADDR: %w", err)
@@ -75,7 +98,8 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("toolguard listening", "addr", ln.Addr().String(), "upstream", redactedURL(cfg.UpstreamURL),
+	logger.Info("toolguard listening", "version", buildVersion(), "commit", version.GetRevision(), "go", version.GoVersion,
+		"client_auth", len(cfg.APIKeys) > 0, "addr", ln.Addr().String(), "upstream", redactedURL(cfg.UpstreamURL),
 		"mode", string(cfg.Mode), "max_reasks", cfg.MaxReasks, "on_failure", string(cfg.OnFailure),
 		"fallback_model", cfg.FallbackModel, "fallback_upstream", redactedURL(cfg.FallbackUpstreamURL),
 		"breaker_failures", cfg.BreakerFailures, "breaker_cooldown", cfg.BreakerCooldown.String())
@@ -103,6 +127,16 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	h.CloseIdleConnections()
 	logger.Info("stopped")
 	return nil
+}
+
+// buildVersion is the version set at build time
+// (-ldflags "-X github.com/prometheus/common/version.Version=v1.2.3"), or
+// "dev".
+func buildVersion() string {
+	if version.Version != "" {
+		return version.Version
+	}
+	return "dev"
 }
 
 // redactedURL hides a password the upstream URL may carry (user:pass@host).

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -114,4 +115,91 @@ func TestMalformedToolPoliciesStopStartup(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("run: %v\nwant an error containing %s", err, want)
 	}
+}
+
+// TestVersionAndHelp: -version prints the version, the commit and the Go
+// version; -h prints a usage that lists the flags and points at the
+// variables; both exit 0.
+func TestVersionAndHelp(t *testing.T) {
+	var out, errs bytes.Buffer
+	if err := run(context.Background(), []string{"-version"}, nil, &out, &errs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "toolguard ") || !strings.Contains(out.String(), "go1.") {
+		t.Errorf("-version printed %q", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"-h"}, nil, &out, &errs, nil); err != nil {
+		t.Fatalf("-h: %v", err)
+	}
+	for _, want := range []string{"-demo", "-healthcheck", "-version", "TOOLGUARD_", "config.example.env"} {
+		if !strings.Contains(errs.String(), want) {
+			t.Errorf("usage lacks %q:\n%s", want, errs.String())
+		}
+	}
+	if err := run(context.Background(), []string{"-nope"}, nil, &out, io.Discard, nil); err == nil {
+		t.Error("an unknown flag is no error")
+	}
+}
+
+// TestStartupSaysWhatItRuns: the start-up line carries the version and
+// whether client authentication is on; a misspelled variable is warned
+// about by name with the closest known one; /metrics has the build info.
+func TestStartupSaysWhatItRuns(t *testing.T) {
+	for _, keys := range []string{"", "k-1234567890"} {
+		ctx, stop := context.WithCancel(context.Background())
+		ready := make(chan string, 1)
+		done := make(chan error, 1)
+		var logs syncWriter
+		env := []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_UPSTREAM_URL=http://127.0.0.1:9/v1",
+			"TOOLGUARD_MAX_REASK=5", "TOOLGUARD_API_KEYS=" + keys}
+		go func() { done <- run(ctx, nil, env, io.Discard, &logs, ready) }()
+		addr := <-ready
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `toolguard_build_info{`) || !strings.Contains(string(b), `version="dev"`) {
+			t.Errorf("no build info metric")
+		}
+		log := logs.String()
+		if want := `"client_auth":` + map[bool]string{true: "true", false: "false"}[keys != ""]; !strings.Contains(log, want) || !strings.Contains(log, `"version":"dev"`) {
+			t.Errorf("start-up line lacks %s or the version:\n%s", want, log)
+		}
+		if !strings.Contains(log, "TOOLGUARD_MAX_REASK is not a toolguard variable") || !strings.Contains(log, "did you mean TOOLGUARD_MAX_REASKS?") {
+			t.Errorf("no warning for the misspelled variable:\n%s", log)
+		}
+	}
+}
+
+// TestOnlySeparatorsInAPIKeysStopStartup: TOOLGUARD_API_KEYS=" , " meant to
+// turn authentication on; it must not leave it off without a word.
+func TestOnlySeparatorsInAPIKeysStopStartup(t *testing.T) {
+	err := run(context.Background(), nil, []string{"TOOLGUARD_API_KEYS= , "}, io.Discard, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "TOOLGUARD_API_KEYS: holds only separators") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
