@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 )
 
 // apiError is an error the client sees in the OpenAI error shape. Msg is for
@@ -89,7 +92,44 @@ func upstreamError(clientCtx context.Context, err error) *apiError {
 	if errors.As(err, &mbe) {
 		return tooLarge(mbe.Limit, err)
 	}
+	// Say what failed, so that an operator can tell a typo in the URL from
+	// a server that is down or a certificate that is not trusted; no
+	// address or secret is quoted.
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalidCert x509.CertificateInvalidError
+	var recordErr tls.RecordHeaderError
+	switch {
+	case errors.As(err, &dnsErr):
+		return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_dns_error",
+			Msg: "the upstream's host name could not be resolved (DNS)", Err: err}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_connection_refused",
+			Msg: "the upstream refused the connection: nothing listens at its address", Err: err}
+	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalidCert), errors.As(err, &recordErr):
+		return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_tls_error",
+			Msg: "the TLS handshake with the upstream failed (its certificate is not trusted or does not match, or it does not speak TLS)", Err: err}
+	}
 	return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_unreachable", Msg: "the upstream could not be reached", Err: err}
+}
+
+// upstreamErrorKind is the metric label of an upstream failure's code.
+func upstreamErrorKind(code string) string {
+	switch code {
+	case "upstream_dns_error":
+		return "dns"
+	case "upstream_connection_refused":
+		return "connection_refused"
+	case "upstream_tls_error":
+		return "tls"
+	case "upstream_timeout":
+		return "timeout"
+	case "upstream_circuit_open":
+		return "circuit_open"
+	}
+	return "other"
 }
 
 // malformedReply is the error for a successful upstream reply that toolguard

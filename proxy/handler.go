@@ -268,6 +268,9 @@ func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error
 	if ae.Status == statusClientClosed {
 		return
 	}
+	if ae.Status == http.StatusBadGateway || ae.Status == http.StatusGatewayTimeout || ae.Code == "upstream_circuit_open" {
+		h.metrics.upErrors.WithLabelValues(upstreamErrorKind(ae.Code)).Inc()
+	}
 	level := slog.LevelWarn
 	if ae.Code == "upstream_circuit_open" {
 		// The breaker logged when it opened; a line per refused request

@@ -29,6 +29,7 @@ type metrics struct {
 
 	requests    *prometheus.CounterVec // route, code
 	completions *prometheus.CounterVec // outcome
+	upErrors    *prometheus.CounterVec // kind
 	toolCalls   *prometheus.CounterVec // tool, outcome
 	repairs     *prometheus.CounterVec // kind
 	reasks      prometheus.Counter
@@ -109,6 +110,10 @@ func newMetrics(schemas *validate.Cache) *metrics {
 			Name: "toolguard_repairs_total",
 			Help: "Edits made by the repair steps to calls that reached the client, by kind.",
 		}, []string{"kind"}),
+		upErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolguard_upstream_errors_total",
+			Help: "Upstream requests that failed before a response, by kind: dns, connection_refused, tls, timeout, circuit_open, other.",
+		}, []string{"kind"}),
 		reasks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "toolguard_reasks_total",
 			Help: "Re-asks sent to the upstream.",
@@ -132,7 +137,7 @@ func newMetrics(schemas *validate.Cache) *metrics {
 		return func() float64 { return f(schemas.Stats()) }
 	}
 	m.reg.MustRegister(
-		m.requests, m.completions, m.toolCalls, m.repairs, m.reasks, m.upstream, m.overhead,
+		m.requests, m.completions, m.toolCalls, m.repairs, m.reasks, m.upstream, m.overhead, m.upErrors,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "toolguard_schema_cache_hits_total",
 			Help: "Tool schemas found compiled in the cache.",

@@ -158,7 +158,8 @@ func TestUnreachableUpstreamIs502(t *testing.T) {
 	up.Close()
 	srv, _ := guard(t, up, nil)
 	resp, body := post(t, srv, "/v1/chat/completions", clickRequest(""))
-	if resp.StatusCode != 502 || mustJSON(t, body).Get("error.code").String() != "upstream_unreachable" {
+	// A closed server's port refuses connections, and the code says so.
+	if resp.StatusCode != 502 || mustJSON(t, body).Get("error.code").String() != "upstream_connection_refused" {
 		t.Errorf("status %d body %s", resp.StatusCode, body)
 	}
 }
