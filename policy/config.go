@@ -64,6 +64,9 @@ const MaxReasksLimit = 10
 // variable; config.example.env lists them all with their defaults.
 type Config struct {
 	ListenAddr     string `env:"TOOLGUARD_LISTEN_ADDR" envDefault:":8080"`
+	// MetricsAddr, when set, serves GET /metrics on an address of its own,
+	// and not on ListenAddr.
+	MetricsAddr string `env:"TOOLGUARD_METRICS_ADDR"`
 	UpstreamURL    string `env:"TOOLGUARD_UPSTREAM_URL" envDefault:"https://api.openai.com/v1"`
 	UpstreamAPIKey string `env:"TOOLGUARD_UPSTREAM_API_KEY"`
 	// APIKeys, when not empty, are the Bearer tokens clients must present

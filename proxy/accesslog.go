@@ -41,6 +41,9 @@ type recorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	// firstStreamByte, if set, is called when the first byte of an event
+	// stream is written.
+	firstStreamByte func()
 }
 
 func (w *recorder) WriteHeader(code int) {
@@ -53,6 +56,9 @@ func (w *recorder) WriteHeader(code int) {
 func (w *recorder) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+	}
+	if w.bytes == 0 && len(p) > 0 && w.firstStreamByte != nil && strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+		w.firstStreamByte()
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.bytes += int64(n)

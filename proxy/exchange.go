@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/validate"
@@ -49,6 +50,7 @@ type exchange struct {
 	// work is the validation all of the request's calls may do together,
 	// over every attempt: past it, calls pass unchecked.
 	work  *validate.Budget
+	model string // the model the request named, for the metrics
 	start time.Time
 
 	// What happened, for headers and logs.
@@ -59,6 +61,23 @@ type exchange struct {
 	calls          []*call   // every call checked, in every attempt
 	gaveUp         string    // why re-asking stopped short, if it did
 	fb             fallbackUse
+	// tokens the upstream reported: prompt and completion of the first
+	// attempt, then of the re-asks.
+	tokens [4]int64
+}
+
+// noteUsage adds the usage a reply reports to the exchange's token counts.
+func (ex *exchange) noteUsage(body []byte, reask bool) {
+	u := gjson.GetBytes(body, "usage")
+	if !u.IsObject() {
+		return
+	}
+	i := 0
+	if reask {
+		i = 2
+	}
+	ex.tokens[i] += u.Get("prompt_tokens").Int()
+	ex.tokens[i+1] += u.Get("completion_tokens").Int()
 }
 
 // exchangeFrom returns the exchange that a request to the reverse proxy is
@@ -130,6 +149,7 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		tools: tools,
 		pol:   pol,
 		work:  validate.NewBudget(requestValidationSteps),
+		model: gjson.GetBytes(body, "model").Str,
 		start: time.Now(),
 	}
 	info := requestInfoFrom(r.Context())
@@ -182,6 +202,7 @@ func (ex *exchange) inspect(resp *http.Response) error {
 	if err := strictJSON(raw, chatResponseShape); err != nil {
 		return malformedReply(err)
 	}
+	ex.noteUsage(raw, false)
 	status, body, err := ex.run(raw, resp.Request)
 	if err != nil {
 		return err

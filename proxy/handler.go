@@ -98,9 +98,11 @@ func New(o Options) (*Handler, error) {
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("GET /healthz", h.healthz)
 	h.mux.HandleFunc("GET /readyz", h.readyz)
-	h.mux.Handle("GET /metrics", promhttp.HandlerFor(h.metrics.reg, promhttp.HandlerOpts{
-		ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
-	}))
+	if o.Config.MetricsAddr == "" {
+		// With TOOLGUARD_METRICS_ADDR, the embedder serves MetricsHandler
+		// there, and the API port does not expose them.
+		h.mux.Handle("GET /metrics", h.MetricsHandler())
+	}
 	h.mux.HandleFunc("POST /v1/chat/completions", h.chatCompletions)
 	h.mux.HandleFunc("/v1/", h.forward)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { notFound().write(w) })
@@ -113,7 +115,11 @@ func New(o Options) (*Handler, error) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := &requestInfo{start: time.Now(), id: requestID(r)}
 	w.Header().Set(requestIDHeader, info.id)
-	rec := &recorder{ResponseWriter: w}
+	h.metrics.inFlight.Inc()
+	defer h.metrics.inFlight.Dec()
+	rec := &recorder{ResponseWriter: w, firstStreamByte: func() {
+		h.metrics.firstByte.Observe(time.Since(info.start).Seconds())
+	}}
 	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 	defer h.finish(rec, r, info)
 	if len(h.keys) > 0 && !openPath(r.URL.Path) && !h.keys.allows(r) {
@@ -130,6 +136,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Metrics returns the registry behind GET /metrics, for embedders that serve
 // it elsewhere or add their own collectors.
 func (h *Handler) Metrics() *prometheus.Registry { return h.metrics.reg }
+
+// MetricsHandler serves the Prometheus exposition of Metrics.
+func (h *Handler) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(h.metrics.reg, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+	})
+}
 
 // SetReady sets what /readyz answers; a server that is draining is not ready.
 func (h *Handler) SetReady(ready bool) { h.ready.Store(ready) }

@@ -19,8 +19,13 @@ const (
 
 // maxToolLabels bounds the tool label: the first tool names seen get their
 // own series, later ones share toolOther. Tool names come from clients, and
-// a client must not be able to grow the series without bound.
-const maxToolLabels = 200
+// a client must not be able to grow the series without bound. maxModelLabels
+// bounds the model label alike.
+const (
+	maxToolLabels  = 200
+	maxModelLabels = 50
+	modelNone      = "(none)" // a request that names no model
+)
 
 // metrics are toolguard's Prometheus collectors, registered on a registry of
 // the Handler's own so that tests (and embedders) can build many handlers.
@@ -28,22 +33,26 @@ type metrics struct {
 	reg *prometheus.Registry
 
 	requests    *prometheus.CounterVec // route, code
-	completions *prometheus.CounterVec // outcome
+	completions *prometheus.CounterVec // outcome, model
 	upErrors    *prometheus.CounterVec // kind
-	toolCalls   *prometheus.CounterVec // tool, outcome
+	toolCalls   *prometheus.CounterVec // tool, outcome, model
 	repairs     *prometheus.CounterVec // kind
+	tokens      *prometheus.CounterVec // type, attempt
 	reasks      prometheus.Counter
 	upstream    prometheus.Histogram
 	overhead    prometheus.Histogram
+	firstByte   prometheus.Histogram
+	inFlight    prometheus.Gauge
 
-	tools labelSet
-	kinds map[repair.Kind]bool
+	tools  labelSet
+	models labelSet
+	kinds  map[repair.Kind]bool
 
 	// The counters of label sets already seen, so that counting a request
 	// neither formats its status code nor hashes its labels under the
 	// vector's lock. Their keys are as bounded as the labels: routes are a
 	// fixed set, status codes three digits, tools at most maxToolLabels.
-	byOutcome map[outcome]prometheus.Counter // filled at start, read-only
+	byOutcome counterCache[outcomeModel]
 	byRoute   counterCache[routeCode]
 	byTool    counterCache[toolOutcome]
 	byKind    counterCache[string]
@@ -82,6 +91,12 @@ type routeCode struct {
 type toolOutcome struct {
 	tool    string
 	outcome outcome
+	model   string
+}
+
+type outcomeModel struct {
+	outcome outcome
+	model   string
 }
 
 func newMetrics(schemas *validate.Cache) *metrics {
@@ -92,7 +107,8 @@ func newMetrics(schemas *validate.Cache) *metrics {
 	overheadBuckets := []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
 	m := &metrics{
 		reg:   prometheus.NewRegistry(),
-		tools: labelSet{max: maxToolLabels, seen: map[string]bool{}},
+		tools:  labelSet{max: maxToolLabels, seen: map[string]bool{}},
+		models: labelSet{max: maxModelLabels, seen: map[string]bool{}},
 		kinds: map[repair.Kind]bool{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolguard_requests_total",
@@ -100,12 +116,25 @@ func newMetrics(schemas *validate.Cache) *metrics {
 		}, []string{"route", "code"}),
 		completions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolguard_chat_completions_total",
-			Help: "Inspected chat completions, by outcome (none, valid, repaired, reasked, failed, unchecked).",
-		}, []string{"outcome"}),
+			Help: "Inspected chat completions, by outcome (none, valid, repaired, reasked, failed, unchecked) and the model the request named.",
+		}, []string{"outcome", "model"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolguard_tool_calls_total",
-			Help: "Tool calls the model sent, by tool and outcome: valid as received, repaired locally, reasked (sent back to the model with its errors), failed (still invalid when toolguard gave up), unchecked (passed as a JSON object because its schema could not be checked).",
-		}, []string{"tool", "outcome"}),
+			Help: "Tool calls the model sent, by tool and outcome: valid as received, repaired locally, reasked (sent back to the model with its errors), failed (still invalid when toolguard gave up), unchecked (passed as a JSON object because its schema could not be checked); with the model the request named.",
+		}, []string{"tool", "outcome", "model"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolguard_tokens_total",
+			Help: "Tokens the upstream reported for inspected chat completions, by type (prompt, completion) and attempt (first, reask): the re-asks are what toolguard added to the bill.",
+		}, []string{"type", "attempt"}),
+		firstByte: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "toolguard_stream_first_byte_seconds",
+			Help:    "Time from a streamed request's arrival to the first byte of its stream sent to the client (time to first token, as the client sees it).",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 40},
+		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolguard_requests_in_flight",
+			Help: "Requests being served.",
+		}),
 		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolguard_repairs_total",
 			Help: "Edits made by the repair steps to calls that reached the client, by kind.",
@@ -129,7 +158,6 @@ func newMetrics(schemas *validate.Cache) *metrics {
 			Buckets: overheadBuckets,
 		}),
 	}
-	m.byOutcome = map[outcome]prometheus.Counter{}
 	for _, k := range repair.Kinds() {
 		m.kinds[k] = true
 	}
@@ -138,6 +166,7 @@ func newMetrics(schemas *validate.Cache) *metrics {
 	}
 	m.reg.MustRegister(
 		m.requests, m.completions, m.toolCalls, m.repairs, m.reasks, m.upstream, m.overhead, m.upErrors,
+		m.tokens, m.firstByte, m.inFlight,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "toolguard_schema_cache_hits_total",
 			Help: "Tool schemas found compiled in the cache.",
@@ -157,10 +186,6 @@ func newMetrics(schemas *validate.Cache) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	// Known series start at zero so that rates work from the first scrape.
-	for _, o := range []outcome{outcomeNone, outcomeValid, outcomeRepaired, outcomeReasked, outcomeFailed, outcomeUnchecked} {
-		m.byOutcome[o] = m.completions.WithLabelValues(string(o))
-	}
 	return m
 }
 
@@ -175,14 +200,22 @@ func (m *metrics) request(route string, code int) {
 // A call is "reasked" when a re-ask followed it, "failed" when it was still
 // invalid after the last one.
 func (m *metrics) exchange(ex *exchange) {
+	model := modelNone
+	if ex.model != "" {
+		model = m.models.label(ex.model)
+	}
 	if ex.outcome != "" {
-		c, ok := m.byOutcome[ex.outcome]
-		if !ok {
-			c = m.completions.WithLabelValues(string(ex.outcome))
-		}
-		c.Inc()
+		k := outcomeModel{ex.outcome, model}
+		m.byOutcome.get(k, func() prometheus.Counter {
+			return m.completions.WithLabelValues(string(k.outcome), k.model)
+		}).Inc()
 	}
 	m.reasks.Add(float64(ex.reasks))
+	for i, t := range ex.tokens {
+		if t > 0 {
+			m.tokens.WithLabelValues([]string{"prompt", "completion"}[i%2], []string{"first", "reask"}[i/2]).Add(float64(t))
+		}
+	}
 	for _, c := range ex.calls {
 		tool := toolUndeclared
 		if c.tool != nil {
@@ -202,8 +235,8 @@ func (m *metrics) exchange(ex *exchange) {
 		default:
 			o = outcomeValid
 		}
-		m.byTool.get(toolOutcome{tool, o}, func() prometheus.Counter {
-			return m.toolCalls.WithLabelValues(tool, string(o))
+		m.byTool.get(toolOutcome{tool, o, model}, func() prometheus.Counter {
+			return m.toolCalls.WithLabelValues(tool, string(o), model)
 		}).Inc()
 		if !c.valid() {
 			continue

@@ -66,7 +66,7 @@ func series(mfs map[string]*dto.MetricFamily, prefix string) map[string]float64 
 // TestMetricsAfterScriptedTraffic sends one request of each outcome and
 // checks every toolguard series against what happened.
 func TestMetricsAfterScriptedTraffic(t *testing.T) {
-	usage := `{"total_tokens":1}`
+	usage := `{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}`
 	up := newUpstream(t,
 		reply{Body: toolReply(usage, clickCall("call_1", `"{\"selector\":\"#ok\"}"`))}, // valid
 		reply{Body: toolReply(usage, clickCall("call_1", `"\"myCoolButton\""`))},       // repaired
@@ -102,18 +102,26 @@ func TestMetricsAfterScriptedTraffic(t *testing.T) {
 		// The first scrape is counted once it is done.
 		"toolguard_requests_total{code=200,route=/metrics}": 1,
 
-		"toolguard_chat_completions_total{outcome=none}":      0,
-		"toolguard_chat_completions_total{outcome=valid}":     1,
-		"toolguard_chat_completions_total{outcome=unchecked}": 1, // its schema did not compile
-		"toolguard_chat_completions_total{outcome=repaired}":  1,
-		"toolguard_chat_completions_total{outcome=reasked}":   1,
-		"toolguard_chat_completions_total{outcome=failed}":    1,
+		"toolguard_chat_completions_total{model=gpt-test,outcome=valid}":    1,
+		"toolguard_chat_completions_total{model=m,outcome=unchecked}":       1, // its schema did not compile
+		"toolguard_chat_completions_total{model=gpt-test,outcome=repaired}": 1,
+		"toolguard_chat_completions_total{model=gpt-test,outcome=reasked}":  1,
+		"toolguard_chat_completions_total{model=gpt-test,outcome=failed}":   1,
 
-		"toolguard_tool_calls_total{outcome=valid,tool=click}":     2, // a first answer, one correction
-		"toolguard_tool_calls_total{outcome=unchecked,tool=click}": 1, // the schema that did not compile
-		"toolguard_tool_calls_total{outcome=repaired,tool=click}":  1,
-		"toolguard_tool_calls_total{outcome=reasked,tool=click}":   3, // one in the third request, two in the fourth
-		"toolguard_tool_calls_total{outcome=failed,tool=click}":    1,
+		"toolguard_tool_calls_total{model=gpt-test,outcome=valid,tool=click}":    2, // a first answer, one correction
+		"toolguard_tool_calls_total{model=m,outcome=unchecked,tool=click}":       1, // the schema that did not compile
+		"toolguard_tool_calls_total{model=gpt-test,outcome=repaired,tool=click}": 1,
+		"toolguard_tool_calls_total{model=gpt-test,outcome=reasked,tool=click}":  3, // one in the third request, two in the fourth
+		"toolguard_tool_calls_total{model=gpt-test,outcome=failed,tool=click}":   1,
+
+		// Five first attempts and three re-asks, each reporting 10 + 2.
+		"toolguard_tokens_total{attempt=first,type=prompt}":     50,
+		"toolguard_tokens_total{attempt=first,type=completion}": 10,
+		"toolguard_tokens_total{attempt=reask,type=prompt}":     30,
+		"toolguard_tokens_total{attempt=reask,type=completion}": 6,
+
+		"toolguard_requests_in_flight":              1, // the scrape itself
+		"toolguard_stream_first_byte_seconds_count": 0,
 
 		"toolguard_repairs_total{kind=wrap-value}": 1,
 		"toolguard_reasks_total":                   3,
@@ -170,5 +178,45 @@ func TestToolLabelsAreBounded(t *testing.T) {
 	}
 	if labels["(other)"] != n-200 || labels["(undeclared)"] != 1 || labels["tool_000"] != 1 {
 		t.Errorf("(other)=%v (undeclared)=%v tool_000=%v", labels["(other)"], labels["(undeclared)"], labels["tool_000"])
+	}
+}
+
+// TestModelLabelsAreBounded: the model label comes from the request, so
+// past maxModelLabels (50) names the rest count as (other).
+func TestModelLabelsAreBounded(t *testing.T) {
+	up := newUpstream(t, reply{Body: toolReply(`{"total_tokens":1}`, clickCall("c", `"{\"selector\":\"#a\"}"`))})
+	srv, _ := guard(t, up, nil)
+	for i := range 60 {
+		req := strings.Replace(clickRequest(""), `"model":"gpt-test"`, fmt.Sprintf(`"model":"model-%02d"`, i), 1)
+		if resp, body := post(t, srv, "/v1/chat/completions", req); resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+	}
+	models := map[string]float64{}
+	for _, m := range scrape(t, srv)["toolguard_chat_completions_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "model" {
+				models[l.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if len(models) != 51 || models["(other)"] != 10 || models["model-00"] != 1 {
+		t.Errorf("%d model label values, (other)=%v, model-00=%v", len(models), models["(other)"], models["model-00"])
+	}
+}
+
+// TestStreamFirstByteIsTimed: every stream the client gets, inspected or
+// not, is counted in the time-to-first-byte histogram; other replies are
+// not.
+func TestStreamFirstByteIsTimed(t *testing.T) {
+	stream := chunk(textDelta(0, "hi")) + chunk(finish(0, "stop")) + done
+	up := newUpstream(t, sseReply(stream))
+	srv, _ := guard(t, up, nil)
+	post(t, srv, "/v1/chat/completions", streamRequest(""))
+	post(t, srv, "/v1/chat/completions", `{"model":"m","stream":true,"messages":[]}`)
+	do(t, t.Context(), srv, http.MethodGet, "/healthz", "", nil)
+	h := scrape(t, srv)["toolguard_stream_first_byte_seconds"].GetMetric()
+	if len(h) != 1 || h[0].GetHistogram().GetSampleCount() != 2 {
+		t.Errorf("first-byte histogram: %v", h)
 	}
 }

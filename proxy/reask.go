@@ -49,6 +49,7 @@ func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
 		return nil, fmt.Errorf("re-ask %d: the upstream's reply cannot be read unambiguously: %w", attempt, err)
 	}
 	ex.noteReply(attempt, reply)
+	ex.noteUsage(reply, true)
 	msg := gjson.GetBytes(reply, "choices.0.message")
 	calls, _, err := ex.callsOf(msg, attempt, gjson.GetBytes(reply, "choices.0.finish_reason").String() == "length")
 	if err != nil {

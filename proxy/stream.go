@@ -192,6 +192,7 @@ func (r *streamReader) handle(ev []byte) {
 	if isEmptyArray(choices.Raw) && gjson.GetBytes(data, "usage").IsObject() {
 		// The usage chunk: held so it can carry the sum over all attempts.
 		r.usage = append([]byte(nil), ev...)
+		r.ex.noteUsage(data, false)
 		return
 	}
 	if r.template == nil {

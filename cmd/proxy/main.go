@@ -96,8 +96,25 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	var metricsSrv *http.Server
+	if cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("listen on TOOLGUARD_METRICS_ADDR: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", h.MetricsHandler())
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := metricsSrv.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("metrics: %w", err)
+			}
+		}()
+		logger.Info("metrics listening", "addr", mln.Addr().String())
+	}
 	logger.Info("toolguard listening", "version", buildVersion(), "commit", version.GetRevision(), "go", version.GoVersion,
 		"client_auth", len(cfg.APIKeys) > 0, "addr", ln.Addr().String(), "upstream", redactedURL(cfg.UpstreamURL),
 		"mode", string(cfg.Mode), "max_reasks", cfg.MaxReasks, "on_failure", string(cfg.OnFailure),
@@ -120,6 +137,9 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
+	}
+	if metricsSrv != nil {
+		metricsSrv.Close()
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)

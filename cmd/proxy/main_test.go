@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -202,4 +203,54 @@ func (w *syncWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.String()
+}
+
+// TestMetricsOnTheirOwnAddress: with TOOLGUARD_METRICS_ADDR, /metrics is
+// served there and not on the API port.
+func TestMetricsOnTheirOwnAddress(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	var logs syncWriter
+	env := []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_METRICS_ADDR=127.0.0.1:0", "TOOLGUARD_UPSTREAM_URL=http://127.0.0.1:9/v1"}
+	go func() { done <- run(ctx, nil, env, io.Discard, &logs, ready) }()
+	addr := <-ready
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	var metricsAddr string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"msg":"metrics listening"`) {
+			metricsAddr = gjsonAddr(line)
+		}
+	}
+	if metricsAddr == "" {
+		t.Fatalf("no metrics listener in the log:\n%s", logs.String())
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "toolguard_build_info") {
+		t.Errorf("metrics address: %d", resp.StatusCode)
+	}
+	resp, err = http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("the API port answers /metrics with %d, want 404", resp.StatusCode)
+	}
+}
+
+func gjsonAddr(line string) string {
+	var v struct{ Addr string }
+	json.Unmarshal([]byte(line), &v)
+	return v.Addr
 }
