@@ -63,10 +63,10 @@ const MaxReasksLimit = 10
 // Config is toolguard's whole configuration. Each field's env tag names its
 // variable; config.example.env lists them all with their defaults.
 type Config struct {
-	ListenAddr     string `env:"TOOLGUARD_LISTEN_ADDR" envDefault:":8080"`
+	ListenAddr string `env:"TOOLGUARD_LISTEN_ADDR" envDefault:":8080"`
 	// MetricsAddr, when set, serves GET /metrics on an address of its own,
 	// and not on ListenAddr.
-	MetricsAddr string `env:"TOOLGUARD_METRICS_ADDR"`
+	MetricsAddr    string `env:"TOOLGUARD_METRICS_ADDR"`
 	UpstreamURL    string `env:"TOOLGUARD_UPSTREAM_URL" envDefault:"https://api.openai.com/v1"`
 	UpstreamAPIKey string `env:"TOOLGUARD_UPSTREAM_API_KEY"`
 	// APIKeys, when not empty, are the Bearer tokens clients must present

@@ -106,10 +106,10 @@ func newMetrics(schemas *validate.Cache) *metrics {
 	latencyBuckets := []float64{.025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640}
 	overheadBuckets := []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
 	m := &metrics{
-		reg:   prometheus.NewRegistry(),
+		reg:    prometheus.NewRegistry(),
 		tools:  labelSet{max: maxToolLabels, seen: map[string]bool{}},
 		models: labelSet{max: maxModelLabels, seen: map[string]bool{}},
-		kinds: map[repair.Kind]bool{},
+		kinds:  map[repair.Kind]bool{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolguard_requests_total",
 			Help: "Requests served, by route and HTTP status code.",
