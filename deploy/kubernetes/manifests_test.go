@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/caarlos0/env/v10"
@@ -37,9 +38,20 @@ type object struct {
 				Labels map[string]string `yaml:"labels"`
 			} `yaml:"metadata"`
 			Spec struct {
-				Containers []container `yaml:"containers"`
+				Containers     []container `yaml:"containers"`
+				InitContainers []container `yaml:"initContainers"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
+		// PodDisruptionBudget
+		MinAvailable   *int `yaml:"minAvailable"`
+		MaxUnavailable *int `yaml:"maxUnavailable"`
+		// HorizontalPodAutoscaler
+		ScaleTargetRef struct {
+			Kind string `yaml:"kind"`
+			Name string `yaml:"name"`
+		} `yaml:"scaleTargetRef"`
+		MinReplicas int `yaml:"minReplicas"`
+		MaxReplicas int `yaml:"maxReplicas"`
 		// Service: a plain label map.
 		ServiceSelector map[string]string `yaml:"-"`
 		Ports           []struct {
@@ -49,8 +61,9 @@ type object struct {
 }
 
 type container struct {
-	Name  string `yaml:"name"`
-	Image string `yaml:"image"`
+	Name          string `yaml:"name"`
+	Image         string `yaml:"image"`
+	RestartPolicy string `yaml:"restartPolicy"`
 	Env   []struct {
 		Name string `yaml:"name"`
 	} `yaml:"env"`
@@ -161,6 +174,33 @@ func TestManifests(t *testing.T) {
 						toolguards++
 						checkToolguard(t, c, vars, srv)
 					}
+					for _, c := range o.Spec.Template.Spec.InitContainers {
+						if c.Name != "toolguard" {
+							continue
+						}
+						// A sidecar is a native one: started before the
+						// application and stopped after it.
+						if c.RestartPolicy != "Always" {
+							t.Errorf("the toolguard init container is not a native sidecar (restartPolicy: Always)")
+						}
+						toolguards++
+						checkToolguard(t, c, vars, srv)
+					}
+				case "PodDisruptionBudget":
+					if (o.Spec.MinAvailable == nil) == (o.Spec.MaxUnavailable == nil) {
+						t.Errorf("PodDisruptionBudget %s must set one of minAvailable, maxUnavailable", o.Metadata.Name)
+					}
+					if sel := o.Spec.Selector.MatchLabels; len(sel) == 0 || !selects(sel, templateLabels(objs)) {
+						t.Errorf("PodDisruptionBudget %s selects no pod template of its file", o.Metadata.Name)
+					}
+				case "HorizontalPodAutoscaler":
+					ref := o.Spec.ScaleTargetRef
+					if ref.Kind != "Deployment" || !hasDeployment(objs, ref.Name) {
+						t.Errorf("HorizontalPodAutoscaler %s scales %s %s, not a Deployment of its file", o.Metadata.Name, ref.Kind, ref.Name)
+					}
+					if o.Spec.MinReplicas < 2 || o.Spec.MaxReplicas < o.Spec.MinReplicas {
+						t.Errorf("HorizontalPodAutoscaler %s: replicas %d to %d", o.Metadata.Name, o.Spec.MinReplicas, o.Spec.MaxReplicas)
+					}
 				default:
 					t.Errorf("unexpected kind %s", o.Kind)
 				}
@@ -174,6 +214,10 @@ func TestManifests(t *testing.T) {
 
 func checkToolguard(t *testing.T, c container, vars map[string]bool, srv *httptest.Server) {
 	t.Helper()
+	// A pinned release: ":latest" or no tag changes under the deployment.
+	if i := strings.LastIndex(c.Image, ":"); i < 0 || strings.Contains(c.Image[i:], "/") || c.Image[i+1:] == "latest" {
+		t.Errorf("image %s is not pinned to a version", c.Image)
+	}
 	for _, e := range c.Env {
 		if !vars[e.Name] {
 			t.Errorf("env %s is not a toolguard variable", e.Name)
@@ -204,6 +248,15 @@ func checkToolguard(t *testing.T, c container, vars map[string]bool, srv *httpte
 	if len(c.Resources.Requests) == 0 {
 		t.Errorf("toolguard has no resource requests")
 	}
+}
+
+func hasDeployment(objs []object, name string) bool {
+	for _, o := range objs {
+		if o.Kind == "Deployment" && o.Metadata.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func templateLabels(objs []object) []map[string]string {
