@@ -114,6 +114,7 @@ func (h *Handler) finish(rec *recorder, r *http.Request, info *requestInfo) {
 	}
 	var overhead time.Duration
 	if ex != nil {
+		traceResult(r.Context(), ex)
 		h.metrics.exchange(ex)
 		overhead = max(total-upstream, 0)
 		h.metrics.overhead.Observe(overhead.Seconds())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/validate"
@@ -30,6 +31,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Transport reaches the upstream. If nil, NewTransport(Config) is used.
 	Transport http.RoundTripper
+	// TracerProvider, if not nil, traces each request and each upstream
+	// attempt (see tracing.go).
+	TracerProvider trace.TracerProvider
 }
 
 // Handler is toolguard's http.Handler.
@@ -46,7 +50,8 @@ type Handler struct {
 	keys     keyring
 	slots    slots
 	fallback *fallback
-	secrets  []string // keys redacted from what upstreams send back
+	secrets  []string     // keys redacted from what upstreams send back
+	serve    http.Handler // serveHTTP, traced when tracing is on
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -77,6 +82,11 @@ func New(o Options) (*Handler, error) {
 		h.rt = NewTransport(o.Config)
 	}
 	h.rt = &timedTransport{next: h.rt, observe: func(d time.Duration) { h.metrics.upstream.Observe(d.Seconds()) }}
+	h.serve = http.HandlerFunc(h.serveHTTP)
+	if o.TracerProvider != nil {
+		h.rt = tracedTransport(h.rt, o.TracerProvider)
+		h.serve = tracedHandler(h.serve, o.TracerProvider)
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -112,7 +122,9 @@ func New(o Options) (*Handler, error) {
 
 // ServeHTTP checks the client's key, routes the request, and logs and
 // counts it.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.serve.ServeHTTP(w, r) }
+
+func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	info := &requestInfo{start: time.Now(), id: requestID(r)}
 	w.Header().Set(requestIDHeader, info.id)
 	h.metrics.inFlight.Inc()

@@ -38,7 +38,11 @@ func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
 	}
 	body = ex.forceToolChoice(body, ch)
 	rt, outreq, body := ex.fallback(outreq, body, ch)
-	status, reply, err := ex.send(rt, outreq, body)
+	kind := attemptReask
+	if ex.fb.attempt == attempt {
+		kind = attemptFallback
+	}
+	status, reply, err := ex.send(rt, outreq, body, kind)
 	if err != nil {
 		return nil, fmt.Errorf("re-ask %d: %w", attempt, err)
 	}
@@ -175,8 +179,8 @@ func feedbackTextWithin(c *call, room int) string {
 
 // send makes one re-ask upstream through rt, as its own request with its own
 // timeout, cancelled at once if the client goes away.
-func (ex *exchange) send(rt http.RoundTripper, outreq *http.Request, body []byte) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ex.ctx, ex.h.cfg.UpstreamTimeout)
+func (ex *exchange) send(rt http.RoundTripper, outreq *http.Request, body []byte, kind string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(withAttempt(ex.ctx, kind), ex.h.cfg.UpstreamTimeout)
 	defer cancel()
 	req := outreq.Clone(ctx)
 	req.Body = io.NopCloser(bytes.NewReader(body))

@@ -78,7 +78,21 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	if *healthcheck {
 		return checkHealth(ctx, cfg.ListenAddr)
 	}
-	h, err := proxy.New(proxy.Options{Config: cfg, Logger: logger})
+	tp, err := newTracerProvider(ctx)
+	if err != nil {
+		return err
+	}
+	opts := proxy.Options{Config: cfg, Logger: logger}
+	if tp != nil {
+		opts.TracerProvider = tp
+		defer func() {
+			// Send the spans still buffered before exiting.
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			tp.Shutdown(sctx)
+		}()
+	}
+	h, err := proxy.New(opts)
 	if err != nil {
 		return err
 	}
@@ -116,7 +130,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 		logger.Info("metrics listening", "addr", mln.Addr().String())
 	}
 	logger.Info("toolguard listening", "version", buildVersion(), "commit", version.GetRevision(), "go", version.GoVersion,
-		"client_auth", len(cfg.APIKeys) > 0, "addr", ln.Addr().String(), "upstream", redactedURL(cfg.UpstreamURL),
+		"client_auth", len(cfg.APIKeys) > 0, "tracing", tp != nil, "addr", ln.Addr().String(), "upstream", redactedURL(cfg.UpstreamURL),
 		"mode", string(cfg.Mode), "max_reasks", cfg.MaxReasks, "on_failure", string(cfg.OnFailure),
 		"fallback_model", cfg.FallbackModel, "fallback_upstream", redactedURL(cfg.FallbackUpstreamURL),
 		"breaker_failures", cfg.BreakerFailures, "breaker_cooldown", cfg.BreakerCooldown.String())

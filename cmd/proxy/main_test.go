@@ -173,6 +173,9 @@ func TestStartupSaysWhatItRuns(t *testing.T) {
 		if want := `"client_auth":` + map[bool]string{true: "true", false: "false"}[keys != ""]; !strings.Contains(log, want) || !strings.Contains(log, `"version":"dev"`) {
 			t.Errorf("start-up line lacks %s or the version:\n%s", want, log)
 		}
+		if !strings.Contains(log, `"tracing":false`) {
+			t.Errorf("tracing is not off without OTEL_* variables:\n%s", log)
+		}
 		if !strings.Contains(log, "TOOLGUARD_MAX_REASK is not a toolguard variable") || !strings.Contains(log, "did you mean TOOLGUARD_MAX_REASKS?") {
 			t.Errorf("no warning for the misspelled variable:\n%s", log)
 		}
@@ -253,4 +256,52 @@ func gjsonAddr(line string) string {
 	var v struct{ Addr string }
 	json.Unmarshal([]byte(line), &v)
 	return v.Addr
+}
+
+// TestTracingExportsOverOTLP: with OTEL_EXPORTER_OTLP_ENDPOINT set, the
+// spans of a request reach an OTLP/HTTP receiver by the time toolguard has
+// stopped; without it, tracing is off.
+func TestTracingExportsOverOTLP(t *testing.T) {
+	var mu sync.Mutex
+	var posts int
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" && r.Header.Get("Content-Type") == "application/x-protobuf" && len(b) > 0 {
+			mu.Lock()
+			posts++
+			mu.Unlock()
+		}
+	}))
+	defer recv.Close()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	}))
+	defer up.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", recv.URL)
+	ctx, stop := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	var logs syncWriter
+	go func() {
+		done <- run(ctx, nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_UPSTREAM_URL=" + up.URL + "/v1"}, io.Discard, &logs, ready)
+	}()
+	addr := <-ready
+	resp, err := http.Get("http://" + addr + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if posts == 0 {
+		t.Errorf("no spans reached the OTLP receiver")
+	}
+	if !strings.Contains(logs.String(), `"tracing":true`) {
+		t.Errorf("the start-up line does not say tracing is on")
+	}
 }

@@ -1,0 +1,99 @@
+package proxy_test
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy"
+)
+
+// TestTracing: a request is a server span continuing the client's trace,
+// each upstream attempt (the first, a re-ask, the fallback) a client span
+// under it whose context goes upstream in traceparent, with the GenAI and
+// toolguard attributes.
+func TestTracing(t *testing.T) {
+	usage := `{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}`
+	up := newUpstream(t,
+		reply{Body: toolReply(usage, clickCall("c1", `"{}"`))},
+		reply{Body: toolReply(usage, clickCall("c2", `"{}"`))},
+		reply{Body: toolReply(usage, clickCall("c3", `"{\"selector\":\"#a\"}"`))})
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	cfg := policy.Default()
+	cfg.UpstreamURL = up.URL + "/v1"
+	cfg.FallbackModel = "gpt-strong"
+	h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler), TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	resp, body := do(t, t.Context(), srv, http.MethodPost, "/v1/chat/completions", clickRequest(""), http.Header{"Traceparent": {parent}})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	spans := rec.Ended()
+	var server trace.SpanContext
+	var serverAttrs map[attribute.Key]attribute.Value
+	attempts := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		attrs := map[attribute.Key]attribute.Value{}
+		for _, a := range s.Attributes() {
+			attrs[a.Key] = a.Value
+		}
+		switch s.SpanKind() {
+		case trace.SpanKindServer:
+			server, serverAttrs = s.SpanContext(), attrs
+			if s.Parent().SpanID().String() != "b7ad6b7169203331" || s.SpanContext().TraceID().String() != "0af7651916cd43dd8448eb211c80319c" {
+				t.Errorf("the server span does not continue the client's trace: parent %v", s.Parent())
+			}
+		case trace.SpanKindClient:
+			attempts[attrs["toolguard.attempt"].AsString()] = s
+		}
+	}
+	if !server.IsValid() {
+		t.Fatalf("no server span among %d", len(spans))
+	}
+	for key, want := range map[attribute.Key]any{
+		"toolguard.outcome": "reasked", "toolguard.reasks": int64(2), "gen_ai.operation.name": "chat",
+		"gen_ai.request.model": "gpt-test", "gen_ai.usage.input_tokens": int64(30), "gen_ai.usage.output_tokens": int64(6),
+	} {
+		if got := serverAttrs[key].AsInterface(); got != want {
+			t.Errorf("server span %s = %v, want %v", key, got, want)
+		}
+	}
+	for _, kind := range []string{"first", "reask", "fallback"} {
+		s, ok := attempts[kind]
+		if !ok {
+			t.Errorf("no %s attempt span (have %v)", kind, attempts)
+			continue
+		}
+		if s.Parent().SpanID() != server.SpanID() {
+			t.Errorf("the %s attempt is not a child of the server span", kind)
+		}
+	}
+	// Each upstream request carried its attempt's span as traceparent.
+	got := up.requests()
+	if len(got) != 3 {
+		t.Fatalf("%d upstream requests", len(got))
+	}
+	for i, kind := range []string{"first", "reask", "fallback"} {
+		s := attempts[kind]
+		if s == nil {
+			continue
+		}
+		want := "00-" + s.SpanContext().TraceID().String() + "-" + s.SpanContext().SpanID().String() + "-01"
+		if tp := got[i].Header.Get("Traceparent"); tp != want {
+			t.Errorf("%s attempt sent traceparent %q, want %q", kind, tp, want)
+		}
+	}
+}
