@@ -64,7 +64,7 @@ type container struct {
 	Name          string `yaml:"name"`
 	Image         string `yaml:"image"`
 	RestartPolicy string `yaml:"restartPolicy"`
-	Env   []struct {
+	Env           []struct {
 		Name string `yaml:"name"`
 	} `yaml:"env"`
 	LivenessProbe  *probe `yaml:"livenessProbe"`
