@@ -97,34 +97,58 @@ func load(t *testing.T) map[string][]object {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		for {
-			var node yaml.Node
-			if err := dec.Decode(&node); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			var o object
-			if err := node.Decode(&o); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if o.Kind == "Service" {
-				var svc struct {
-					Spec struct {
-						Selector map[string]string `yaml:"selector"`
-					} `yaml:"spec"`
-				}
-				node.Decode(&svc)
-				o.Spec.ServiceSelector = svc.Spec.Selector
-			}
-			out[f] = append(out[f], o)
+		out[f] = parse(t, f, b)
+	}
+	return out
+}
+
+// parse decodes every document of a YAML stream.
+func parse(t *testing.T, name string, b []byte) []object {
+	t.Helper()
+	var out []object
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var node yaml.Node
+		if err := dec.Decode(&node); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
+		if node.Kind == 0 || (len(node.Content) > 0 && node.Content[0].Kind == 0) {
+			continue // an empty document
+		}
+		var o object
+		if err := node.Decode(&o); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if o.Kind == "" && o.APIVersion == "" {
+			continue
+		}
+		if o.Kind == "Service" {
+			var svc struct {
+				Spec struct {
+					Selector map[string]string `yaml:"selector"`
+				} `yaml:"spec"`
+			}
+			node.Decode(&svc)
+			o.Spec.ServiceSelector = svc.Spec.Selector
+		}
+		out = append(out, o)
 	}
 	return out
 }
 
 func TestManifests(t *testing.T) {
+	vars, srv := toolguardEnv(t)
+	for file, objs := range load(t) {
+		t.Run(file, func(t *testing.T) { checkObjects(t, objs, vars, srv) })
+	}
+}
+
+// toolguardEnv returns the names of toolguard's variables and a running
+// toolguard whose probe paths the manifests' probes are checked against.
+func toolguardEnv(t *testing.T) (map[string]bool, *httptest.Server) {
+	t.Helper()
 	params, err := env.GetFieldParams(&policy.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -133,83 +157,85 @@ func TestManifests(t *testing.T) {
 	for _, p := range params {
 		vars[p.Key] = true
 	}
-	// The probe paths must answer 200 from a real toolguard.
 	h, err := proxy.New(proxy.Options{Config: policy.Default()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return vars, srv
+}
 
-	for file, objs := range load(t) {
-		t.Run(file, func(t *testing.T) {
-			var toolguards int
-			for _, o := range objs {
-				if o.APIVersion == "" || o.Kind == "" || o.Metadata.Name == "" {
-					t.Errorf("%s %q lacks apiVersion, kind or metadata.name", o.Kind, o.Metadata.Name)
-				}
-				switch o.Kind {
-				case "Service":
-					if len(o.Spec.ServiceSelector) == 0 || len(o.Spec.Ports) == 0 {
-						t.Errorf("Service %s has no selector or ports", o.Metadata.Name)
-					}
-					if !selects(o.Spec.ServiceSelector, templateLabels(objs)) {
-						t.Errorf("Service %s selects no pod template of its file", o.Metadata.Name)
-					}
-				case "Deployment":
-					sel, labels := o.Spec.Selector.MatchLabels, o.Spec.Template.Metadata.Labels
-					if len(sel) == 0 || !selects(sel, []map[string]string{labels}) {
-						t.Errorf("Deployment %s: selector %v does not match template labels %v", o.Metadata.Name, sel, labels)
-					}
-					if len(o.Spec.Template.Spec.Containers) == 0 {
-						t.Errorf("Deployment %s has no containers", o.Metadata.Name)
-					}
-					for _, c := range o.Spec.Template.Spec.Containers {
-						if c.Name == "" || c.Image == "" {
-							t.Errorf("a container lacks name or image: %+v", c)
-						}
-						if c.Name != "toolguard" {
-							continue
-						}
-						toolguards++
-						checkToolguard(t, c, vars, srv)
-					}
-					for _, c := range o.Spec.Template.Spec.InitContainers {
-						if c.Name != "toolguard" {
-							continue
-						}
-						// A sidecar is a native one: started before the
-						// application and stopped after it.
-						if c.RestartPolicy != "Always" {
-							t.Errorf("the toolguard init container is not a native sidecar (restartPolicy: Always)")
-						}
-						toolguards++
-						checkToolguard(t, c, vars, srv)
-					}
-				case "PodDisruptionBudget":
-					if (o.Spec.MinAvailable == nil) == (o.Spec.MaxUnavailable == nil) {
-						t.Errorf("PodDisruptionBudget %s must set one of minAvailable, maxUnavailable", o.Metadata.Name)
-					}
-					if sel := o.Spec.Selector.MatchLabels; len(sel) == 0 || !selects(sel, templateLabels(objs)) {
-						t.Errorf("PodDisruptionBudget %s selects no pod template of its file", o.Metadata.Name)
-					}
-				case "HorizontalPodAutoscaler":
-					ref := o.Spec.ScaleTargetRef
-					if ref.Kind != "Deployment" || !hasDeployment(objs, ref.Name) {
-						t.Errorf("HorizontalPodAutoscaler %s scales %s %s, not a Deployment of its file", o.Metadata.Name, ref.Kind, ref.Name)
-					}
-					if o.Spec.MinReplicas < 2 || o.Spec.MaxReplicas < o.Spec.MinReplicas {
-						t.Errorf("HorizontalPodAutoscaler %s: replicas %d to %d", o.Metadata.Name, o.Spec.MinReplicas, o.Spec.MaxReplicas)
-					}
-				default:
-					t.Errorf("unexpected kind %s", o.Kind)
-				}
+// checkObjects checks the objects of one manifest (or one rendering of the
+// chart) against the invariants toolguard's deployment needs.
+func checkObjects(t *testing.T, objs []object, vars map[string]bool, srv *httptest.Server) {
+	t.Helper()
+	var toolguards int
+	for _, o := range objs {
+		if o.APIVersion == "" || o.Kind == "" || o.Metadata.Name == "" {
+			t.Errorf("%s %q lacks apiVersion, kind or metadata.name", o.Kind, o.Metadata.Name)
+		}
+		switch o.Kind {
+		case "Service":
+			if len(o.Spec.ServiceSelector) == 0 || len(o.Spec.Ports) == 0 {
+				t.Errorf("Service %s has no selector or ports", o.Metadata.Name)
 			}
-			if toolguards != 1 {
-				t.Errorf("%d toolguard containers, want 1", toolguards)
+			if !selects(o.Spec.ServiceSelector, templateLabels(objs)) {
+				t.Errorf("Service %s selects no pod template of its file", o.Metadata.Name)
 			}
-		})
+		case "Deployment":
+			sel, labels := o.Spec.Selector.MatchLabels, o.Spec.Template.Metadata.Labels
+			if len(sel) == 0 || !selects(sel, []map[string]string{labels}) {
+				t.Errorf("Deployment %s: selector %v does not match template labels %v", o.Metadata.Name, sel, labels)
+			}
+			if len(o.Spec.Template.Spec.Containers) == 0 {
+				t.Errorf("Deployment %s has no containers", o.Metadata.Name)
+			}
+			for _, c := range o.Spec.Template.Spec.Containers {
+				if c.Name == "" || c.Image == "" {
+					t.Errorf("a container lacks name or image: %+v", c)
+				}
+				if c.Name != "toolguard" {
+					continue
+				}
+				toolguards++
+				checkToolguard(t, c, vars, srv)
+			}
+			for _, c := range o.Spec.Template.Spec.InitContainers {
+				if c.Name != "toolguard" {
+					continue
+				}
+				// A sidecar is a native one: started before the
+				// application and stopped after it.
+				if c.RestartPolicy != "Always" {
+					t.Errorf("the toolguard init container is not a native sidecar (restartPolicy: Always)")
+				}
+				toolguards++
+				checkToolguard(t, c, vars, srv)
+			}
+		case "PodDisruptionBudget":
+			if (o.Spec.MinAvailable == nil) == (o.Spec.MaxUnavailable == nil) {
+				t.Errorf("PodDisruptionBudget %s must set one of minAvailable, maxUnavailable", o.Metadata.Name)
+			}
+			if sel := o.Spec.Selector.MatchLabels; len(sel) == 0 || !selects(sel, templateLabels(objs)) {
+				t.Errorf("PodDisruptionBudget %s selects no pod template of its file", o.Metadata.Name)
+			}
+		case "HorizontalPodAutoscaler":
+			ref := o.Spec.ScaleTargetRef
+			if ref.Kind != "Deployment" || !hasDeployment(objs, ref.Name) {
+				t.Errorf("HorizontalPodAutoscaler %s scales %s %s, not a Deployment of its file", o.Metadata.Name, ref.Kind, ref.Name)
+			}
+			if o.Spec.MinReplicas < 2 || o.Spec.MaxReplicas < o.Spec.MinReplicas {
+				t.Errorf("HorizontalPodAutoscaler %s: replicas %d to %d", o.Metadata.Name, o.Spec.MinReplicas, o.Spec.MaxReplicas)
+			}
+		default:
+			t.Errorf("unexpected kind %s", o.Kind)
+		}
 	}
+	if toolguards != 1 {
+		t.Errorf("%d toolguard containers, want 1", toolguards)
+	}
+
 }
 
 func checkToolguard(t *testing.T, c container, vars map[string]bool, srv *httptest.Server) {

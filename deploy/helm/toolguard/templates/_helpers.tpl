@@ -1,0 +1,67 @@
+{{- define "toolguard.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{- define "toolguard.labels" -}}
+app.kubernetes.io/name: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- end -}}
+
+{{/* The toolguard container, for a Deployment or as a native sidecar. */}}
+{{- define "toolguard.container" -}}
+- name: toolguard
+  {{- if .sidecar }}
+  restartPolicy: Always
+  {{- end }}
+  image: {{ include "toolguard.image" .root }}
+  imagePullPolicy: {{ .root.Values.image.pullPolicy }}
+  ports:
+    - name: http
+      containerPort: 8080
+  env:
+    - name: TOOLGUARD_UPSTREAM_URL
+      value: {{ .root.Values.upstreamURL | quote }}
+    {{- with .root.Values.upstreamKeySecret }}
+    {{- if .name }}
+    - name: TOOLGUARD_UPSTREAM_API_KEY
+      valueFrom:
+        secretKeyRef:
+          name: {{ .name }}
+          key: {{ .key }}
+    {{- end }}
+    {{- end }}
+    {{- if not .sidecar }}
+    {{- with .root.Values.clientKeysSecret }}
+    {{- if .name }}
+    - name: TOOLGUARD_API_KEYS
+      valueFrom:
+        secretKeyRef:
+          name: {{ .name }}
+          key: {{ .key }}
+    {{- end }}
+    {{- end }}
+    {{- end }}
+    {{- range $name, $value := .root.Values.env }}
+    - name: {{ $name }}
+      value: {{ $value | quote }}
+    {{- end }}
+  livenessProbe:
+    httpGet:
+      path: /healthz
+      port: http
+    periodSeconds: 10
+  readinessProbe:
+    httpGet:
+      path: /readyz
+      port: http
+    periodSeconds: 5
+  resources:
+    {{- toYaml .root.Values.resources | nindent 4 }}
+  securityContext:
+    runAsNonRoot: true
+    readOnlyRootFilesystem: true
+    allowPrivilegeEscalation: false
+    capabilities:
+      drop: ["ALL"]
+{{- end -}}
