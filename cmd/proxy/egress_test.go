@@ -153,3 +153,44 @@ func TestEgressProxy(t *testing.T) {
 		t.Errorf("the proxy saw CONNECT %q, want example.com:443", connects)
 	}
 }
+
+// TestNoProxy: a host NO_PROXY names is reached directly, others through
+// HTTP_PROXY. (0.0.0.0 reaches this machine and, unlike loopback names,
+// which Go never proxies, is subject to the proxy settings.)
+func TestNoProxy(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[],"via":"direct"}`)
+	}))
+	defer up.Close()
+	fwd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[],"via":"proxy"}`)
+	}))
+	defer fwd.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(up.URL, "http://"))
+	upstream := "TOOLGUARD_UPSTREAM_URL=http://0.0.0.0:" + port + "/v1"
+	for _, tt := range []struct {
+		noProxy, want string
+	}{{"", "proxy"}, {"0.0.0.0", "direct"}} {
+		addr := startProcess(t, upstream, "HTTP_PROXY="+fwd.URL, "NO_PROXY="+tt.noProxy)
+		if _, body := get(t, "http://"+addr+"/v1/models"); !strings.Contains(body, `"via":"`+tt.want+`"`) {
+			t.Errorf("NO_PROXY=%q: %s, want %s", tt.noProxy, body, tt.want)
+		}
+	}
+}
+
+// TestCustomCertificateDirectory: SSL_CERT_DIR replaces the system's
+// certificate directories.
+func TestCustomCertificateDirectory(t *testing.T) {
+	up := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	}))
+	defer up.Close()
+	dir := filepath.Dir(caFile(t, up))
+	addr := startProcess(t, "TOOLGUARD_UPSTREAM_URL="+up.URL+"/v1", "SSL_CERT_DIR="+dir, "SSL_CERT_FILE="+filepath.Join(dir, "none.pem"))
+	if status, body := get(t, "http://"+addr+"/v1/models"); status != 200 {
+		t.Errorf("with SSL_CERT_DIR: %d %s", status, body)
+	}
+}
