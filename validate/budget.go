@@ -354,30 +354,15 @@ func resolvePointer(root any, ref string) (any, error) {
 	if ref == "#" {
 		return root, nil
 	}
-	ptr, ok := strings.CutPrefix(ref, "#/")
+	ptr, ok := strings.CutPrefix(ref, "#")
+	if !ok || !strings.HasPrefix(ptr, "/") || strings.Contains(ptr, "%") {
+		return nil, errUnresolved
+	}
+	v, ok := walkPointer(root, PointerTokens(ptr))
 	if !ok {
 		return nil, errUnresolved
 	}
-	cur := root
-	for _, tok := range strings.Split(ptr, "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		if strings.Contains(tok, "%") {
-			return nil, errUnresolved
-		}
-		switch c := cur.(type) {
-		case map[string]any:
-			cur = c[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, errUnresolved
-			}
-			cur = c[i]
-		default:
-			return nil, errUnresolved
-		}
-	}
-	return cur, nil
+	return v, nil
 }
 
 // patternCost is what matching pattern p against s costs, in steps.

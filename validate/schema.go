@@ -253,25 +253,30 @@ func (s *Schema) message(e Error) string {
 
 // at returns the part of the schema at a JSON pointer, or nil.
 func (s *Schema) at(ptr string) any {
-	cur := s.doc
-	if ptr == "" {
-		return cur
-	}
-	for _, tok := range PointerTokens(ptr) {
+	v, _ := walkPointer(s.doc, PointerTokens(ptr))
+	return v
+}
+
+// walkPointer follows a JSON pointer's tokens into a decoded document; ok
+// is false when one names nothing.
+func walkPointer(cur any, tokens []string) (v any, ok bool) {
+	for _, tok := range tokens {
 		switch c := cur.(type) {
 		case map[string]any:
-			cur = c[tok]
+			if cur, ok = c[tok]; !ok {
+				return nil, false
+			}
 		case []any:
 			i, err := strconv.Atoi(tok)
 			if err != nil || i < 0 || i >= len(c) {
-				return nil
+				return nil, false
 			}
 			cur = c[i]
 		default:
-			return nil
+			return nil, false
 		}
 	}
-	return cur
+	return cur, true
 }
 
 // unescape turns the library's locations, JSON pointers whose tokens are
