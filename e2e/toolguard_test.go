@@ -70,6 +70,7 @@ func startToolguard(t *testing.T, upstreamURL string) *toolguard {
 		"TOOLGUARD_ON_FAILURE=error",
 		"TOOLGUARD_MAX_REASKS="+strconv.Itoa(maxReasks),
 		"TOOLGUARD_SHUTDOWN_TIMEOUT=5s",
+		"TOOLGUARD_DRAIN_DELAY=0s",
 	)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

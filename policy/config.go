@@ -107,6 +107,10 @@ type Config struct {
 	WriteTimeout    time.Duration `env:"TOOLGUARD_WRITE_TIMEOUT" envDefault:"30m"`
 	IdleTimeout     time.Duration `env:"TOOLGUARD_IDLE_TIMEOUT" envDefault:"2m"`
 	ShutdownTimeout time.Duration `env:"TOOLGUARD_SHUTDOWN_TIMEOUT" envDefault:"30s"`
+	// DrainDelay is how long toolguard keeps serving, /readyz answering
+	// 503, between SIGTERM and closing its listener: long enough for load
+	// balancers and kube-proxy to see it is not ready.
+	DrainDelay time.Duration `env:"TOOLGUARD_DRAIN_DELAY" envDefault:"5s"`
 
 	SchemaCacheSize int `env:"TOOLGUARD_SCHEMA_CACHE_SIZE" envDefault:"1024"`
 	// SchemaCacheBytes bounds the memory of the compiled schemas cached,
@@ -310,6 +314,9 @@ func (c Config) problems() []problem {
 		if d.v <= 0 {
 			bad(d.name, "%v must be a positive duration (for example 30s, 5m)", d.v)
 		}
+	}
+	if c.DrainDelay < 0 {
+		bad("TOOLGUARD_DRAIN_DELAY", "%v must not be negative (0 closes the listener at once)", c.DrainDelay)
 	}
 	if c.UpstreamTimeout > 0 && c.WriteTimeout > 0 && c.WriteTimeout < c.UpstreamTimeout {
 		bad("TOOLGUARD_WRITE_TIMEOUT", "%v is shorter than TOOLGUARD_UPSTREAM_TIMEOUT (%v): responses would be cut off", c.WriteTimeout, c.UpstreamTimeout)

@@ -33,6 +33,7 @@ func TestDefaults(t *testing.T) {
 		WriteTimeout:           30 * time.Minute,
 		IdleTimeout:            2 * time.Minute,
 		ShutdownTimeout:        30 * time.Second,
+		DrainDelay:             5 * time.Second,
 		SchemaCacheSize:        1024,
 		SchemaCacheBytes:       256 << 20,
 		LogFormat:              "json",

@@ -121,6 +121,7 @@ func measure(ctx context.Context, bin string, c hostileCase) (measurement, error
 		"TOOLGUARD_LISTEN_ADDR="+addr,
 		"TOOLGUARD_UPSTREAM_URL=http://"+upLn.Addr().String()+"/v1",
 		"TOOLGUARD_LOG_LEVEL=error",
+		"TOOLGUARD_DRAIN_DELAY=0s",
 	)
 	cmd.Env = append(cmd.Env, c.env...)
 	cmd.Stderr = io.Discard

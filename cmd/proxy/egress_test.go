@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 func startProcess(t *testing.T, env ...string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), append([]string{"TOOLGUARD_TEST_RUN_MAIN=1", "TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_LOG_LEVEL=info"}, env...)...)
+	cmd.Env = append(os.Environ(), append([]string{"TOOLGUARD_TEST_RUN_MAIN=1", "TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_LOG_LEVEL=info", "TOOLGUARD_DRAIN_DELAY=0s"}, env...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

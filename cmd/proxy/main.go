@@ -143,9 +143,19 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	// Draining: say so to the load balancer, refuse new connections, let the
-	// requests in flight finish.
+	// Draining: say so to the load balancer and keep serving for
+	// TOOLGUARD_DRAIN_DELAY, so that probes see /readyz answer 503 and
+	// traffic moves away before the listener closes; then refuse new
+	// connections and let the requests in flight finish.
 	h.SetReady(false)
+	logger.Info("draining", "delay", cfg.DrainDelay.String())
+	drain := time.NewTimer(cfg.DrainDelay)
+	select {
+	case <-drain.C:
+	case err := <-errc:
+		drain.Stop()
+		return fmt.Errorf("serve: %w", err)
+	}
 	logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()

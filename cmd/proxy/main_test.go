@@ -31,7 +31,7 @@ func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
 	done := make(chan error, 1)
 	var logs bytes.Buffer
 	go func() {
-		done <- run(ctx, nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_UPSTREAM_URL=" + up.URL + "/v1"}, io.Discard, &logs, ready)
+		done <- run(ctx, nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_DRAIN_DELAY=0s", "TOOLGUARD_UPSTREAM_URL=" + up.URL + "/v1"}, io.Discard, &logs, ready)
 	}()
 	addr := <-ready
 
@@ -96,7 +96,7 @@ func TestHealthcheckFlag(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0"}, io.Discard, io.Discard, ready)
+		done <- run(ctx, nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_DRAIN_DELAY=0s"}, io.Discard, io.Discard, ready)
 	}()
 	addr := <-ready
 	_, port, _ := strings.Cut(addr, ":")
@@ -111,7 +111,7 @@ func TestHealthcheckFlag(t *testing.T) {
 }
 
 func TestMalformedToolPoliciesStopStartup(t *testing.T) {
-	err := run(context.Background(), nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_TOOL_POLICIES=click:mode=reask;search:max_reasks=lots"}, io.Discard, io.Discard, nil)
+	err := run(context.Background(), nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_DRAIN_DELAY=0s", "TOOLGUARD_TOOL_POLICIES=click:mode=reask;search:max_reasks=lots"}, io.Discard, io.Discard, nil)
 	want := `TOOLGUARD_TOOL_POLICIES: entry 2 ("search:max_reasks=lots"): max_reasks "lots" is not a whole number from 0 to 10`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("run: %v\nwant an error containing %s", err, want)
@@ -152,7 +152,7 @@ func TestStartupSaysWhatItRuns(t *testing.T) {
 		ready := make(chan string, 1)
 		done := make(chan error, 1)
 		var logs syncWriter
-		env := []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_UPSTREAM_URL=http://127.0.0.1:9/v1",
+		env := []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_DRAIN_DELAY=0s", "TOOLGUARD_UPSTREAM_URL=http://127.0.0.1:9/v1",
 			"TOOLGUARD_MAX_REASK=5", "TOOLGUARD_API_KEYS=" + keys}
 		go func() { done <- run(ctx, nil, env, io.Discard, &logs, ready) }()
 		addr := <-ready
@@ -215,7 +215,7 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	var logs syncWriter
-	env := []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_METRICS_ADDR=127.0.0.1:0", "TOOLGUARD_UPSTREAM_URL=http://127.0.0.1:9/v1"}
+	env := []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_DRAIN_DELAY=0s", "TOOLGUARD_METRICS_ADDR=127.0.0.1:0", "TOOLGUARD_UPSTREAM_URL=http://127.0.0.1:9/v1"}
 	go func() { done <- run(ctx, nil, env, io.Discard, &logs, ready) }()
 	addr := <-ready
 	defer func() {
@@ -284,7 +284,7 @@ func TestTracingExportsOverOTLP(t *testing.T) {
 	done := make(chan error, 1)
 	var logs syncWriter
 	go func() {
-		done <- run(ctx, nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_UPSTREAM_URL=" + up.URL + "/v1"}, io.Discard, &logs, ready)
+		done <- run(ctx, nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_DRAIN_DELAY=0s", "TOOLGUARD_UPSTREAM_URL=" + up.URL + "/v1"}, io.Discard, &logs, ready)
 	}()
 	addr := <-ready
 	resp, err := http.Get("http://" + addr + "/v1/models")
@@ -304,4 +304,47 @@ func TestTracingExportsOverOTLP(t *testing.T) {
 	if !strings.Contains(logs.String(), `"tracing":true`) {
 		t.Errorf("the start-up line does not say tracing is on")
 	}
+}
+
+// TestReadinessIsObservableWhileDraining: after SIGTERM, /readyz answers
+// 503 while toolguard still accepts connections, for TOOLGUARD_DRAIN_DELAY,
+// so that a probe can see it; only then does the listener close.
+func TestReadinessIsObservableWhileDraining(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	env := []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_UPSTREAM_URL=http://127.0.0.1:9/v1", "TOOLGUARD_DRAIN_DELAY=2s"}
+	go func() { done <- run(ctx, nil, env, io.Discard, io.Discard, ready) }()
+	addr := <-ready
+	if status, _ := readyz(addr); status != http.StatusOK {
+		t.Fatalf("/readyz %d before the signal", status)
+	}
+	stop()
+	// Probe until the answer changes: it must be a 503 from a listener
+	// still open, not a refused connection.
+	for {
+		status, err := readyz(addr)
+		if err != nil {
+			t.Fatalf("the listener closed before /readyz said 503: %v", err)
+		}
+		if status == http.StatusServiceUnavailable {
+			break
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readyz(addr); err == nil {
+		t.Error("the listener is still open after shutdown")
+	}
+}
+
+func readyz(addr string) (int, error) {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }

@@ -102,6 +102,7 @@ func soak(ctx context.Context, o options) (*report, error) {
 		"TOOLGUARD_MAX_RESPONSE_BYTES=1048576",
 		"TOOLGUARD_BREAKER_FAILURES=0", // faults are part of the mix; an open breaker would hide them
 		"TOOLGUARD_LOG_LEVEL=error",
+		"TOOLGUARD_DRAIN_DELAY=0s",
 	)
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {

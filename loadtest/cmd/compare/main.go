@@ -322,7 +322,7 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 	}
 	upstreamURL := servers["direct"] + "/v1"
 	guardEnv := func(addr, mode string) []string {
-		e := []string{"TOOLGUARD_LISTEN_ADDR=" + addr, "TOOLGUARD_UPSTREAM_URL=" + upstreamURL, "TOOLGUARD_MODE=" + mode}
+		e := []string{"TOOLGUARD_LISTEN_ADDR=" + addr, "TOOLGUARD_DRAIN_DELAY=0s", "TOOLGUARD_UPSTREAM_URL=" + upstreamURL, "TOOLGUARD_MODE=" + mode, "TOOLGUARD_DRAIN_DELAY=0s"}
 		if mode != "off" && c.profile != "" {
 			e = append(e, "LOADTEST_PROFILE_DIR="+c.profile)
 		}
@@ -389,7 +389,7 @@ func memoryCheck(ctx context.Context, c config, env environment, ps *procs) (mem
 			return memResult{}, err
 		}
 	}
-	tg, err := ps.start("toolguard-streams", env.root, []string{"TOOLGUARD_LISTEN_ADDR=" + addr,
+	tg, err := ps.start("toolguard-streams", env.root, []string{"TOOLGUARD_LISTEN_ADDR=" + addr, "TOOLGUARD_DRAIN_DELAY=0s",
 		"TOOLGUARD_UPSTREAM_URL=http://" + upAddr + "/v1",
 		"TOOLGUARD_MAX_CONCURRENT_UPSTREAM=" + strconv.Itoa(c.streams+64)}, bin)
 	if err != nil {
