@@ -58,19 +58,19 @@ func (c *call) output() (string, error) {
 // forHistory returns the call as it goes back to the model in a re-ask: as
 // sent, except that arguments that are not a string become one, because
 // providers reject a conversation whose history holds non-string arguments.
-func (c *call) forHistory() string {
+func (c *call) forHistory() (string, error) {
 	prefix := "function."
 	if c.legacy {
 		prefix = ""
 	}
 	if gjson.Get(c.raw, prefix+"arguments").Type == gjson.String {
-		return c.raw
+		return c.raw, nil
 	}
 	out, err := sjson.Set(c.raw, prefix+"arguments", c.rawArgs)
 	if err != nil {
-		return c.raw
+		return "", fmt.Errorf("write the arguments of call %q for the history: %w", c.id, err)
 	}
-	return out
+	return out, nil
 }
 
 // checkCall runs the ladder's local steps (validate, and repair if the mode

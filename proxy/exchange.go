@@ -295,10 +295,11 @@ func describeErrors(c *call) string {
 }
 
 // patch sets a raw JSON value at path, keeping the body as it is otherwise.
-func patch(body []byte, path string, raw string) []byte {
+// A patch that fails is an error: the body must not go on unpatched.
+func patch(body []byte, path string, raw string) ([]byte, error) {
 	out, err := sjson.SetRawBytes(body, path, []byte(raw))
 	if err != nil {
-		return body
+		return nil, fmt.Errorf("set %s: %w", path, err)
 	}
-	return out
+	return out, nil
 }

@@ -81,15 +81,18 @@ func (h *Handler) logBreaker(name string, from, to gobreaker.State) {
 // body names the fallback model, and the request goes to the fallback
 // endpoint if there is one. Anything else is returned as it was, with the
 // primary upstream's transport.
-func (ex *exchange) fallback(outreq *http.Request, body []byte, ch *choice) (http.RoundTripper, *http.Request, []byte) {
+func (ex *exchange) fallback(outreq *http.Request, body []byte, ch *choice) (http.RoundTripper, *http.Request, []byte, error) {
 	fb := ex.h.fallback
 	model, ok := ex.fallbackModel(ch)
 	if !ok || ex.reasks != ex.reaskBudget(ch) {
-		return ex.h.rt, outreq, body
+		return ex.h.rt, outreq, body, nil
 	}
 	rt, where := ex.h.rt, upstreamPrimary
 	if model != "" {
-		body = patch(body, "model", jsonString(model))
+		var err error
+		if body, err = patch(body, "model", jsonString(model)); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	if fb.url != nil {
 		rt, where, outreq = fb.rt, upstreamFallback, fb.request(outreq)
@@ -98,7 +101,7 @@ func (ex *exchange) fallback(outreq *http.Request, body []byte, ch *choice) (htt
 	fb.reasks.WithLabelValues(where).Inc()
 	ex.h.log.InfoContext(ex.ctx, "re-asking the fallback", "attempt", ex.reasks, "upstream", where,
 		"model", gjson.GetBytes(body, "model").String())
-	return rt, outreq, body
+	return rt, outreq, body, nil
 }
 
 // fallbackModel says whether the choice's last re-ask may go to the
@@ -152,9 +155,9 @@ func (ex *exchange) noteReply(attempt int, reply []byte) {
 // fallbackChunk gives a released chunk that carries a call of the
 // fallback's reply the fallback's model: the stream's other chunks keep the
 // first chunk's envelope, but these were written by another model.
-func (ex *exchange) fallbackChunk(chunk []byte, c *call) []byte {
+func (ex *exchange) fallbackChunk(chunk []byte, c *call) ([]byte, error) {
 	if ex.fb.attempt == 0 || c.attempt != ex.fb.attempt || ex.fb.model == "" {
-		return chunk
+		return chunk, nil
 	}
 	return patch(chunk, "model", jsonString(ex.fb.model))
 }

@@ -334,12 +334,13 @@ func (ch *choice) rewrite() ([]byte, bool, error) {
 	return el, true, nil
 }
 
-func remove(body []byte, path string) []byte {
+// remove deletes path from body; a deletion that fails is an error.
+func remove(body []byte, path string) ([]byte, error) {
 	out, err := sjson.DeleteBytes(body, path)
 	if err != nil {
-		return body
+		return nil, fmt.Errorf("delete %s: %w", path, err)
 	}
-	return out
+	return out, nil
 }
 
 // callDetail is one invalid call in the failure body.

@@ -107,19 +107,19 @@ func (ex *exchange) failurePolicy(choices []*choice) policy.OnFailure {
 // of a choice whose invalid calls all name one declared tool, when that
 // tool's policy asks for it: servers with grammar-constrained decoding then
 // guarantee the syntax of its call. The body is returned as it was otherwise.
-func (ex *exchange) forceToolChoice(body []byte, ch *choice) []byte {
+func (ex *exchange) forceToolChoice(body []byte, ch *choice) ([]byte, error) {
 	var only *tool
 	for _, c := range ch.calls {
 		if c.valid() {
 			continue
 		}
 		if c.tool == nil || (only != nil && c.tool != only) {
-			return body
+			return body, nil
 		}
 		only = c.tool
 	}
 	if only == nil || ex.reasks != ex.reaskBudget(ch) || !ex.rulesOf(&call{tool: only}).ForceToolChoice {
-		return body
+		return body, nil
 	}
 	name := jsonString(only.name)
 	if ch.legacy || (ex.tools.legacy && !gjson.GetBytes(body, "tools").Exists()) {

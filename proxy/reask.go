@@ -27,17 +27,15 @@ const reaskInstruction = "Some of your tool calls were invalid and were not exec
 func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
 	ex.reasks++
 	attempt := ex.reasks
-	msgs := append(ch.history, ex.feedback(ch, attempt)...)
-	body := ex.reaskBase()
-	for _, m := range msgs {
-		body = patch(body, "messages.-1", m)
+	body, msgs, err := ex.reaskBody(ch, attempt)
+	if err != nil {
+		// A re-ask that cannot be written is not sent half-written.
+		return nil, fmt.Errorf("re-ask %d: write the request: %w", attempt, err)
 	}
-	if n := gjson.GetBytes(body, "n"); n.Exists() && n.Int() != 1 {
-		// One choice is being corrected; ask for one.
-		body = patch(body, "n", "1")
+	rt, outreq, body, err := ex.fallback(outreq, body, ch)
+	if err != nil {
+		return nil, fmt.Errorf("re-ask %d: write the request: %w", attempt, err)
 	}
-	body = ex.forceToolChoice(body, ch)
-	rt, outreq, body := ex.fallback(outreq, body, ch)
 	kind := attemptReask
 	if ex.fb.attempt == attempt {
 		kind = attemptFallback
@@ -83,13 +81,40 @@ func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
 	return reply, nil
 }
 
-// reaskBase is the request a re-ask starts from: the client's, made
-// non-streaming (stream_options is only allowed on streamed requests).
-func (ex *exchange) reaskBase() []byte {
-	if !gjson.GetBytes(ex.body, "stream").Bool() {
-		return ex.body
+// reaskBody is the request of a re-ask and the messages it adds to the
+// choice's history: the client's request, made non-streaming
+// (stream_options is only allowed on streamed requests), with the history,
+// the feedback, n of 1 and, if the policy says so, a forced tool_choice.
+func (ex *exchange) reaskBody(ch *choice, attempt int) ([]byte, []string, error) {
+	feedback, err := ex.feedback(ch, attempt)
+	if err != nil {
+		return nil, nil, err
 	}
-	return remove(patch(ex.body, "stream", "false"), "stream_options")
+	msgs := append(ch.history, feedback...)
+	body := ex.body
+	if gjson.GetBytes(body, "stream").Bool() {
+		if body, err = patch(body, "stream", "false"); err != nil {
+			return nil, nil, err
+		}
+		if body, err = remove(body, "stream_options"); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, m := range msgs {
+		if body, err = patch(body, "messages.-1", m); err != nil {
+			return nil, nil, err
+		}
+	}
+	if n := gjson.GetBytes(body, "n"); n.Exists() && n.Int() != 1 {
+		// One choice is being corrected; ask for one.
+		if body, err = patch(body, "n", "1"); err != nil {
+			return nil, nil, err
+		}
+	}
+	if body, err = ex.forceToolChoice(body, ch); err != nil {
+		return nil, nil, err
+	}
+	return body, msgs, nil
 }
 
 // duplicate reports whether c repeats a call already kept (models often send
@@ -104,7 +129,7 @@ func duplicate(kept []*call, c *call) bool {
 }
 
 // feedback builds the messages appended for one re-ask.
-func (ex *exchange) feedback(ch *choice, attempt int) []string {
+func (ex *exchange) feedback(ch *choice, attempt int) ([]string, error) {
 	var out []string
 	calls := ch.lastCalls
 	ids := make([]string, len(calls))
@@ -114,9 +139,16 @@ func (ex *exchange) feedback(ch *choice, attempt int) []string {
 		if ids[i] == "" {
 			ids[i] = "call_toolguard_" + strconv.Itoa(attempt) + "_" + strconv.Itoa(i)
 		}
-		parts[i] = c.forHistory()
+		var err error
+		if parts[i], err = c.forHistory(); err != nil {
+			return nil, err
+		}
 		if !ch.legacy && c.id == "" {
-			parts[i] = string(patch([]byte(parts[i]), "id", jsonString(ids[i])))
+			withID, err := patch([]byte(parts[i]), "id", jsonString(ids[i]))
+			if err != nil {
+				return nil, err
+			}
+			parts[i] = string(withID)
 		}
 	}
 	switch {
@@ -132,7 +164,7 @@ func (ex *exchange) feedback(ch *choice, attempt int) []string {
 			}
 		}
 		out = append(out, `{"role":"user","content":`+jsonString(b.String()+reaskInstruction)+`}`)
-		return out
+		return out, nil
 	case ch.legacy:
 		out = append(out, `{"role":"assistant","content":`+ch.lastContent+`,"function_call":`+parts[0]+`}`)
 		out = append(out, `{"role":"function","name":`+jsonString(calls[0].name)+`,"content":`+jsonString(feedbackText(calls[0]))+`}`)
@@ -146,7 +178,7 @@ func (ex *exchange) feedback(ch *choice, attempt int) []string {
 		}
 	}
 	out = append(out, `{"role":"user","content":`+jsonString(reaskInstruction)+`}`)
-	return out
+	return out, nil
 }
 
 // maxFeedbackBytes bounds what one re-ask tells the model about its calls'

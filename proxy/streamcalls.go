@@ -386,7 +386,11 @@ func (r *streamReader) release(sc *streamChoice, c *call) {
 		r.fail(writeFailed(err), err)
 		return
 	}
-	r.writeData(r.ex.fallbackChunk(chunk, c))
+	if chunk, err = r.ex.fallbackChunk(chunk, c); err != nil {
+		r.fail(writeFailed(err), err)
+		return
+	}
+	r.writeData(chunk)
 	sc.released++
 }
 
