@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/policy"
 )
 
 // fallback is where the last re-ask goes when a fallback is configured.
@@ -105,23 +106,10 @@ func (ex *exchange) fallback(outreq *http.Request, body []byte, ch *choice) (htt
 }
 
 // fallbackModel says whether the choice's last re-ask may go to the
-// fallback, and with which model ("" keeps the request's). Every tool with
-// an invalid call must allow it and name the same model: of two tools whose
-// policies name different models, neither's would be a choice made for the
-// other, so none is made.
+// fallback, and with which model ("" keeps the request's)
+// (policy.FallbackModel).
 func (ex *exchange) fallbackModel(ch *choice) (string, bool) {
-	model, any := "", false
-	for _, c := range ch.calls {
-		if c.valid() {
-			continue
-		}
-		r := ex.rulesOf(c)
-		if !r.Fallback || (any && r.FallbackModel != model) {
-			return "", false
-		}
-		model, any = r.FallbackModel, true
-	}
-	return model, any
+	return policy.FallbackModel(ex.failingRules(ch))
 }
 
 // request points a clone of the first attempt's outgoing request at the

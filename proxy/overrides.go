@@ -73,34 +73,28 @@ func (ex *exchange) rulesOf(c *call) policy.Rules {
 	return ex.pol.rules(c.tool.name)
 }
 
-// reaskBudget is how many re-asks the choice's invalid calls allow in all:
-// the smallest budget among their tools, so that no tool is re-asked more
-// than its policy says.
-func (ex *exchange) reaskBudget(ch *choice) int {
-	budget := -1
-	for _, c := range ch.calls {
-		if c.valid() {
-			continue
-		}
-		if n := ex.rulesOf(c).Reasks(); budget < 0 || n < budget {
-			budget = n
-		}
-	}
-	return max(budget, 0)
-}
-
-// failurePolicy is what happens when calls stay invalid: the strictest
-// behaviour among the tools of the invalid calls.
-func (ex *exchange) failurePolicy(choices []*choice) policy.OnFailure {
-	f := policy.FailPassthrough
+// failingRules are the rules of the choices' invalid calls, one per call,
+// for the decisions of policy (decide.go).
+func (ex *exchange) failingRules(choices ...*choice) []policy.Rules {
+	var out []policy.Rules
 	for _, ch := range choices {
 		for _, c := range ch.calls {
 			if !c.valid() {
-				f = f.Stricter(ex.rulesOf(c).OnFailure)
+				out = append(out, ex.rulesOf(c))
 			}
 		}
 	}
-	return f
+	return out
+}
+
+// reaskBudget is how many re-asks the choice's invalid calls allow in all
+// (policy.ReaskBudget).
+func (ex *exchange) reaskBudget(ch *choice) int { return policy.ReaskBudget(ex.failingRules(ch)) }
+
+// failurePolicy is what happens when calls stay invalid
+// (policy.FailureBehaviour).
+func (ex *exchange) failurePolicy(choices []*choice) policy.OnFailure {
+	return policy.FailureBehaviour(ex.failingRules(choices...))
 }
 
 // forceToolChoice sets tool_choice to the failing tool on the last re-ask
@@ -108,20 +102,26 @@ func (ex *exchange) failurePolicy(choices []*choice) policy.OnFailure {
 // tool's policy asks for it: servers with grammar-constrained decoding then
 // guarantee the syntax of its call. The body is returned as it was otherwise.
 func (ex *exchange) forceToolChoice(body []byte, ch *choice) ([]byte, error) {
-	var only *tool
+	var tools []string
 	for _, c := range ch.calls {
 		if c.valid() {
 			continue
 		}
-		if c.tool == nil || (only != nil && c.tool != only) {
-			return body, nil
+		name := ""
+		if c.tool != nil {
+			name = c.tool.name
 		}
-		only = c.tool
+		tools = append(tools, name)
 	}
-	if only == nil || ex.reasks != ex.reaskBudget(ch) || !ex.rulesOf(&call{tool: only}).ForceToolChoice {
+	var rules policy.Rules
+	if len(tools) > 0 && tools[0] != "" {
+		rules = ex.pol.rules(tools[0])
+	}
+	only, force := policy.ForceToolChoice(tools, rules)
+	if !force || ex.reasks != ex.reaskBudget(ch) {
 		return body, nil
 	}
-	name := jsonString(only.name)
+	name := jsonString(only)
 	if ch.legacy || (ex.tools.legacy && !gjson.GetBytes(body, "tools").Exists()) {
 		return patch(body, "function_call", `{"name":`+name+`}`)
 	}
