@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,14 +26,17 @@ var mixedStream = chunk(`[{"index":0,"delta":{"role":"assistant","content":""},"
 	chunk(finish(0, "tool_calls")) + usageChunk(9) + done
 
 func TestStreamSplitAtEveryByte(t *testing.T) {
-	var split int
+	// Atomic: a handler may still be running, on a connection of its own,
+	// when the next split is set.
+	var split atomic.Int64
 	up := newUpstream(t)
 	up.handle = func(w http.ResponseWriter, r *http.Request, n int) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		f := w.(http.Flusher)
-		io.WriteString(w, mixedStream[:split])
+		at := int(split.Load())
+		io.WriteString(w, mixedStream[:at])
 		f.Flush()
-		io.WriteString(w, mixedStream[split:])
+		io.WriteString(w, mixedStream[at:])
 	}
 	srv, _ := guard(t, up, nil)
 	want := assembled{
@@ -43,10 +47,11 @@ func TestStreamSplitAtEveryByte(t *testing.T) {
 		Comment: ": toolguard outcome=repaired reasks=0",
 		Done:    true,
 	}
-	for split = 0; split <= len(mixedStream); split++ {
+	for at := 0; at <= len(mixedStream); at++ {
+		split.Store(int64(at))
 		_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
 		if diff := cmp.Diff(assemble(t, body), want); diff != "" {
-			t.Fatalf("split at byte %d (-got +want):\n%s", split, diff)
+			t.Fatalf("split at byte %d (-got +want):\n%s", at, diff)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/toolguard/toolguard/policy"
@@ -120,9 +121,9 @@ func TestUpstreamKeyIsRedactedFromReplies(t *testing.T) {
 // to give.
 func TestRedirectsDoNotRevealTheUpstream(t *testing.T) {
 	up := newUpstream(t)
-	var loc string
+	var loc atomic.Value // a handler may run on a connection of its own
 	up.handle = func(w http.ResponseWriter, r *http.Request, n int) {
-		w.Header().Set("Location", strings.ReplaceAll(loc, "UPSTREAM", up.URL))
+		w.Header().Set("Location", strings.ReplaceAll(loc.Load().(string), "UPSTREAM", up.URL))
 		w.WriteHeader(http.StatusFound)
 	}
 	srv, _ := guard(t, up, nil)
@@ -137,7 +138,7 @@ func TestRedirectsDoNotRevealTheUpstream(t *testing.T) {
 		{loc: "abc", want: "abc"},
 	}
 	for _, tt := range tests {
-		loc = tt.loc
+		loc.Store(tt.loc)
 		resp, err := client.Get(srv.URL + "/v1/files/x")
 		if err != nil {
 			t.Fatal(err)
