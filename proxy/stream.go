@@ -389,7 +389,23 @@ func emptyChunk(chunk []byte) bool {
 	return empty
 }
 
+// writeData writes a chunk as one event. JSON holds line breaks only as
+// white space (a chunk rewritten from a multi-line data event keeps them),
+// and a client would end the data line at one: each line goes out as a data
+// line of its own, which clients join with "\n" again.
 func (r *streamReader) writeData(chunk []byte) {
+	for {
+		i := bytes.IndexAny(chunk, "\r\n")
+		if i < 0 {
+			break
+		}
+		if i > 0 {
+			r.out.WriteString("data: ")
+			r.out.Write(chunk[:i])
+			r.out.WriteByte('\n')
+		}
+		chunk = chunk[i+1:]
+	}
 	r.out.WriteString("data: ")
 	r.out.Write(chunk)
 	r.out.WriteString("\n\n")
