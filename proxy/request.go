@@ -27,6 +27,14 @@ import (
 // inspectedPaths are the routes whose POST is inspected.
 var inspectedPaths = []string{"/v1/chat/completions"}
 
+// forwardedMethods are the methods passed on under /v1: those the API uses.
+var forwardedMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+const forwardedMethodList = "GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS"
+
 // checkRequest refuses a request under /v1 that an upstream could route or
 // read differently from toolguard. It returns nil for a request to pass on.
 func checkRequest(r *http.Request) *apiError {
@@ -43,6 +51,13 @@ func checkRequest(r *http.Request) *apiError {
 				Msg: "toolguard does not honour " + h + ": send the request with its real method"}
 		}
 	}
+	if !forwardedMethods[r.Method] {
+		// TRACE would echo back the request as the upstream received it,
+		// the upstream key toolguard adds included; CONNECT asks for a
+		// tunnel; methods no API defines may be routed anywhere.
+		return &apiError{Status: http.StatusNotImplemented, Type: "invalid_request_error", Code: "method_not_supported",
+			Msg: "toolguard does not forward " + clipString(r.Method, 40) + " requests: the API uses " + forwardedMethodList}
+	}
 	if why := ambiguousPath(r); why != "" {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
 			Msg: "the path " + clipString(r.URL.EscapedPath(), 200) + " " + why + ": servers route such paths differently, so toolguard refuses them"}
@@ -57,11 +72,13 @@ func checkRequest(r *http.Request) *apiError {
 		}
 		switch {
 		case r.Method == http.MethodPost:
-		case (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.ContentLength == 0 && len(r.TransferEncoding) == 0:
-			// Listing stored completions: nothing is generated.
+		case (r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions) &&
+			r.ContentLength == 0 && len(r.TransferEncoding) == 0:
+			// Listing stored completions, or a CORS preflight: nothing
+			// is generated.
 		default:
 			return &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
-				Msg: r.Method + " " + p + " is not allowed: a completion is created with POST", Header: http.Header{"Allow": {"POST, GET, HEAD"}}}
+				Msg: r.Method + " " + p + " is not allowed: a completion is created with POST", Header: http.Header{"Allow": {"POST, GET, HEAD, OPTIONS"}}}
 		}
 	}
 	return nil

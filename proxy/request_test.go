@@ -164,6 +164,8 @@ func TestChatRouteMethods(t *testing.T) {
 		{method: "DELETE", want: 405},
 		{method: "GET", body: clickRequest(""), want: 405},
 		{method: "GET", want: 200}, // listing stored completions
+		{method: "OPTIONS", want: 200, header: http.Header{"Origin": {"http://app"}, "Access-Control-Request-Method": {"POST"}}}, // a CORS preflight
+		{method: "OPTIONS", body: clickRequest(""), want: 405},
 		{method: "GET", header: http.Header{"X-Http-Method-Override": {"POST"}}, want: 405},
 		{method: "POST", body: clickRequest(""), header: http.Header{"X-Http-Method-Override": {"PUT"}}, want: 405},
 	}
@@ -173,8 +175,34 @@ func TestChatRouteMethods(t *testing.T) {
 			t.Errorf("%s %v: status %d, want %d: %s", tt.method, tt.header, resp.StatusCode, tt.want, body)
 		}
 	}
-	if got := up.requests(); len(got) != 1 || got[0].Method != "GET" {
-		t.Errorf("the upstream got %d requests, want the one GET", len(got))
+	if got := up.requests(); len(got) != 2 || got[0].Method != "GET" || got[1].Method != "OPTIONS" {
+		t.Errorf("the upstream got %d requests, want the GET and the body-less OPTIONS", len(got))
+	}
+}
+
+// TestOnlyTheAPIMethodsAreForwarded: TRACE would make an upstream (Apache's
+// TraceEnable is on by default) echo the request it received, the upstream
+// key toolguard adds included; CONNECT asks for a tunnel; a method no API
+// defines may be routed anywhere. None reaches the upstream.
+func TestOnlyTheAPIMethodsAreForwarded(t *testing.T) {
+	const key = "sk-upstream-secret-0123456789"
+	up := newUpstream(t)
+	up.handle = func(w http.ResponseWriter, r *http.Request, _ int) {
+		w.Header().Set("Content-Type", "message/http")
+		r.Write(w) // what TRACE answers: the request as received
+	}
+	srv, _ := guard(t, up, func(c *policy.Config) { c.UpstreamAPIKey = key })
+	for _, method := range []string{"TRACE", "TRACK", "CONNECT", "PROPFIND", "FOO"} {
+		resp, body := rawRequest(t, srv.URL, method+" /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		if resp.StatusCode != http.StatusNotImplemented || mustJSON(t, body).Get("error.code").String() != "method_not_supported" {
+			t.Errorf("%s: status %d %s", method, resp.StatusCode, body)
+		}
+		if strings.Contains(string(body), key) {
+			t.Errorf("%s: the upstream key reached the client", method)
+		}
+	}
+	if got := up.requests(); len(got) != 0 {
+		t.Errorf("the upstream got %d requests, the first %s", len(got), got[0].Method)
 	}
 }
 
@@ -191,6 +219,11 @@ func TestUpgradesAreRefused(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest || mustJSON(t, body).Get("error.code").String() != "upgrade_refused" {
 			t.Errorf("status %d body %s", resp.StatusCode, body)
 		}
+	}
+	// HTTP/2 with prior knowledge, without an upgrade: the server does not
+	// speak it in clear text, and nothing goes upstream.
+	if resp, _ := rawRequest(t, srv.URL, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("h2c with prior knowledge: status %d", resp.StatusCode)
 	}
 	if n := len(up.requests()); n != 0 {
 		t.Errorf("forwarded %d requests", n)
