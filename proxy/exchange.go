@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -106,22 +105,8 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	mode := global.Mode
 	var tools *toolset
 	if mode != policy.ModeOff {
-		// Read the body exactly as the upstream will, or refuse it: a
-		// body toolguard reads differently would pass uninspected.
 		var ae *apiError
-		if body, ae = decodeBody(r, body, h.cfg.MaxBodyBytes); ae != nil {
-			ae.write(w)
-			return
-		}
-		if err := strictJSON(body, chatRequestShape); err != nil {
-			requestUnreadable(err).write(w)
-			return
-		}
-		if len(body) > 0 && body[firstNonSpace(body)] != '{' {
-			requestUnreadable(errors.New("the body is not a JSON object")).write(w)
-			return
-		}
-		if ae := checkDeclarations(body); ae != nil {
+		if body, ae = readChatRequest(r, body, h.cfg.MaxBodyBytes); ae != nil {
 			ae.write(w)
 			return
 		}

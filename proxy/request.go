@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -119,6 +120,62 @@ func headerHasToken(h http.Header, name, token string) bool {
 		}
 	}
 	return false
+}
+
+// readChatRequest reads the body of a chat request exactly as the upstream
+// will, or refuses it: its media type's charset, its Content-Encoding (the
+// decoded body is returned, and goes upstream), strict JSON, an object, and
+// tools declared unambiguously. A body toolguard read differently from the
+// upstream would pass uninspected.
+func readChatRequest(r *http.Request, body []byte, max int64) ([]byte, *apiError) {
+	if ae := checkCharset(r.Header); ae != nil {
+		return nil, ae
+	}
+	body, ae := decodeBody(r, body, max)
+	if ae != nil {
+		return nil, ae
+	}
+	if err := strictJSON(body, chatRequestShape); err != nil {
+		return nil, requestUnreadable(err)
+	}
+	if len(body) > 0 && body[firstNonSpace(body)] != '{' {
+		return nil, requestUnreadable(errors.New("the body is not a JSON object"))
+	}
+	if ae := checkDeclarations(body); ae != nil {
+		return nil, ae
+	}
+	return body, nil
+}
+
+// checkCharset refuses a body declared in a charset other than UTF-8. JSON
+// is UTF-8 (RFC 8259 defines no charset parameter), and toolguard reads it
+// so, but some servers decode the body in the declared charset (aiohttp's
+// Request.json, Spring's Jackson converter): in UTF-7, "+ACI-" is a quote,
+// and text that toolguard reads inside a string becomes structure, a
+// "tools" member say. Two Content-Type headers are refused as well:
+// servers differ in which they read.
+func checkCharset(h http.Header) *apiError {
+	cts := h.Values("Content-Type")
+	if len(cts) > 1 {
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "request_ambiguous",
+			Msg: "the request has more than one Content-Type header: servers differ in which they read"}
+	}
+	if len(cts) == 0 {
+		return nil
+	}
+	params := strings.Split(cts[0], ";")
+	for _, p := range params[1:] {
+		k, v, _ := strings.Cut(p, "=")
+		if !strings.EqualFold(strings.TrimSpace(k), "charset") {
+			continue
+		}
+		v = strings.Trim(strings.TrimSpace(v), `"`)
+		if !strings.EqualFold(v, "utf-8") && !strings.EqualFold(v, "utf8") {
+			return &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_charset",
+				Msg: "toolguard reads chat requests in UTF-8, not " + strconv.Quote(clipString(v, 40)) + ": send the body in UTF-8, as JSON is"}
+		}
+	}
+	return nil
 }
 
 // decodeBody undoes the request's Content-Encoding, so that an inspected

@@ -108,6 +108,41 @@ func utf16(s string) string {
 	return b.String()
 }
 
+// TestBodiesInAnotherCharsetAreRefused: a server that decodes the body in
+// the charset its Content-Type declares (aiohttp's Request.json does) reads
+// a UTF-7 body as toolguard does not: "+ACI-" is a quote there, and the
+// click tool hidden in a string becomes a member. Only UTF-8 is read.
+func TestBodiesInAnotherCharsetAreRefused(t *testing.T) {
+	const fn = `{+ACI-type+ACI-:+ACI-function+ACI-,+ACI-function+ACI-:{+ACI-name+ACI-:+ACI-click+ACI-}}`
+	body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"x":"+ACI-,+ACI-tools+ACI-:[` + fn + `],+ACI-y+ACI-:+ACI-"}`
+	var v serverView
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(body, "+ACI-", `"`)), &v); err != nil || !hasClick(v) {
+		t.Fatalf("the test's premise fails: a UTF-7 reader would not declare click (%v)", err)
+	}
+	up := newUpstream(t, reply{Body: toolReply(`{}`, clickCall("c1", `"{}"`))})
+	srv, _ := guard(t, up, nil)
+	for _, tt := range []struct {
+		contentType []string
+		want        int
+		code        string
+	}{
+		{contentType: []string{"application/json; charset=utf-7"}, want: 415, code: "unsupported_charset"},
+		{contentType: []string{`application/json;charset="UTF-7"`}, want: 415, code: "unsupported_charset"},
+		{contentType: []string{"application/json; charset=utf-8; charset=utf-7"}, want: 415, code: "unsupported_charset"},
+		{contentType: []string{"application/json", "application/json; charset=utf-7"}, want: 400, code: "request_ambiguous"},
+		{contentType: []string{"application/json; charset=UTF-8"}, want: 200},
+		{contentType: []string{"application/json"}, want: 200},
+	} {
+		resp, rb := do(t, t.Context(), srv, "POST", "/v1/chat/completions", body, http.Header{"Content-Type": tt.contentType})
+		if resp.StatusCode != tt.want || (tt.code != "" && mustJSON(t, rb).Get("error.code").String() != tt.code) {
+			t.Errorf("%q: status %d, want %d %s: %s", tt.contentType, resp.StatusCode, tt.want, tt.code, rb)
+		}
+	}
+	if n := len(up.requests()); n != 2 {
+		t.Errorf("forwarded %d requests, want the two in UTF-8", n)
+	}
+}
+
 // TestAmbiguousPathsAreRefused: a path that some upstream routes to the
 // chat completion route but toolguard would not is refused.
 func TestAmbiguousPathsAreRefused(t *testing.T) {
