@@ -225,27 +225,75 @@ func undecodable(enc string, err error) *apiError {
 		Msg: "the request body could not be decoded as " + enc, Err: err}
 }
 
-// checkDeclarations refuses a chat request whose tools could be read as
-// function tools by an upstream while toolguard would not inspect them: a
-// tools entry of another type that still carries a function, or a tools or
-// functions field that is not an array.
+// checkDeclarations refuses a chat request whose function tools toolguard
+// could read differently from the upstream or the client:
+//
+//   - tools or functions that is not an array, or both holding entries
+//     (which of them an upstream honours varies);
+//   - a tools entry of another type that still carries a function (an
+//     upstream may read it as a function tool, which toolguard would not
+//     check); an entry with no type is a function tool, as upstreams
+//     default it;
+//   - a function tool or legacy function without a function object, a
+//     non-empty string name, or with parameters that are not a schema
+//     (toolguard would not declare it, an upstream may);
+//   - two functions of one name: toolguard checks calls against the first,
+//     a client that keys its tools by name (most do) runs the last.
 func checkDeclarations(body []byte) *apiError {
-	refuse := func(msg string) *apiError {
+	ambiguous := func(msg string) *apiError {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_ambiguous", Msg: msg}
 	}
-	for _, field := range []string{"tools", "functions"} {
-		if v := gjson.GetBytes(body, field); v.Exists() && v.Type != gjson.Null && !v.IsArray() {
-			return refuse(field + " must be an array")
-		}
+	invalid := func(msg string) *apiError {
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_invalid", Msg: msg}
 	}
+	tools, functions := gjson.GetBytes(body, "tools"), gjson.GetBytes(body, "functions")
+	notArray := func(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null && !v.IsArray() }
+	if notArray(tools) {
+		return ambiguous("tools must be an array")
+	}
+	if notArray(functions) {
+		return ambiguous("functions must be an array")
+	}
+	if len(tools.Array()) > 0 && len(functions.Array()) > 0 {
+		return ambiguous("declare functions in tools or in the legacy functions, not both: upstreams differ in which they honour")
+	}
+	seen := map[string]bool{}
 	var err *apiError
-	gjson.GetBytes(body, "tools").ForEach(func(i, t gjson.Result) bool {
+	function := func(where string, fn gjson.Result) bool {
+		name := fn.Get("name")
+		switch p := fn.Get("parameters"); {
+		case !fn.IsObject():
+			err = invalid(where + " has no function object")
+		case name.Type != gjson.String || name.Str == "":
+			err = invalid(where + " has no name: a function is named by a non-empty string")
+		case p.Exists() && p.Type != gjson.Null && !p.IsObject() && !p.IsBool():
+			err = invalid(where + "'s parameters are not a JSON schema (an object)")
+		case seen[name.Str]:
+			err = ambiguous(fmt.Sprintf("%s repeats the name %q: calls would be checked against the first declaration, and a client may run the last", where, clipString(name.Str, 64)))
+		}
+		seen[name.Str] = true
+		return err == nil
+	}
+	tools.ForEach(func(i, t gjson.Result) bool {
+		where := fmt.Sprintf("tools[%d]", i.Int())
 		typ, fn := t.Get("type"), t.Get("function")
-		if fn.Exists() && typ.Exists() && typ.String() != "function" {
-			err = refuse(fmt.Sprintf("tools[%d] has type %s but carries a function: an upstream may read it as a function tool, which toolguard would not check", i.Int(), clipString(typ.Raw, 40)))
+		switch {
+		case !t.IsObject():
+			err = invalid(where + " is not an object")
+			return false
+		case !typ.Exists() || (typ.Type == gjson.String && typ.Str == "function"):
+			return function(where, fn)
+		case fn.Exists():
+			err = ambiguous(fmt.Sprintf("%s has type %s but carries a function: an upstream may read it as a function tool, which toolguard would not check", where, clipString(typ.Raw, 40)))
 			return false
 		}
 		return true
+	})
+	if err != nil {
+		return err
+	}
+	functions.ForEach(func(i, f gjson.Result) bool {
+		return function(fmt.Sprintf("functions[%d]", i.Int()), f)
 	})
 	return err
 }
