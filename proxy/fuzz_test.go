@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -279,29 +280,51 @@ func (c *captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(strings.NewReader(`{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`))}, nil
 }
 
-// serverTools are the function names a server reads from a chat request:
-// Go's encoding/json into a struct (names in any letter case, the last of
-// duplicates) and a last-wins map (Python's json, JavaScript's JSON.parse).
+// serverTool is a function as a server reads it: its name and its
+// parameters, decoded.
+type serverTool struct {
+	name   string
+	params any
+}
+
+// serverTools are the functions a server reads from a chat request, in
+// order: Go's encoding/json into a struct (names in any letter case, the
+// last of duplicates) and a last-wins map (Python's json, JavaScript's
+// JSON.parse). Both read a tools entry's function whatever its type says,
+// and parameters that are missing or null as an object schema, as
+// toolguard does.
 //
 // A Go server that cannot decode the body refuses it (foldedOK false): that
 // is no bypass.
-func serverTools(body []byte) (folded []string, foldedOK bool, exact []string, ok bool) {
+func serverTools(body []byte) (folded []serverTool, foldedOK bool, exact []serverTool, ok bool) {
+	type function struct {
+		Name       string
+		Parameters json.RawMessage
+	}
 	var v struct {
 		Tools []struct {
-			Function *struct{ Name string }
+			Function *function
 		}
-		Functions []struct{ Name string }
+		Functions []function
+	}
+	decoded := func(raw []byte) any {
+		var p any
+		if len(raw) == 0 || string(raw) == "null" {
+			raw = objectSchema
+		}
+		json.Unmarshal(raw, &p)
+		return p
 	}
 	foldedOK = json.Unmarshal(body, &v) == nil
 	for _, t := range v.Tools {
 		if t.Function != nil && t.Function.Name != "" {
-			folded = append(folded, t.Function.Name)
+			folded = append(folded, serverTool{t.Function.Name, decoded(t.Function.Parameters)})
 		}
 	}
 	if len(folded) == 0 {
 		for _, f := range v.Functions {
 			if f.Name != "" {
-				folded = append(folded, f.Name)
+				folded = append(folded, serverTool{f.Name, decoded(f.Parameters)})
 			}
 		}
 	}
@@ -317,7 +340,11 @@ func serverTools(body []byte) (folded []string, foldedOK bool, exact []string, o
 				o, _ = o["function"].(map[string]any)
 			}
 			if name, _ := o["name"].(string); name != "" {
-				exact = append(exact, name)
+				p := o["parameters"]
+				if p == nil {
+					p = decoded(nil)
+				}
+				exact = append(exact, serverTool{name, p})
 			}
 		}
 	}
@@ -347,6 +374,13 @@ func FuzzStrictRequest(f *testing.F) {
 		`{"model":"m","tools":[{"type":"function","function":{"name":"a"},"Function":{"name":"b"}}]}`,
 		`{"model":"m","t\u006fols":[` + fn + `]}`,
 		"{\"model\":\"m\",\"tool\u017f\":[" + fn + `]}`,
+		`{"model":"m","tools":[{"type":"function","function":{"name":"click"}},` + fn + `]}`,
+		`{"model":"m","tools":[{"type":"function","function":{"name":"a"}}],"functions":[{"name":"click"}]}`,
+		`{"model":"m","tools":[{"type":"function","name":"click"},` + fn + `]}`,
+		`{"model":"m","tools":[{"function":{"name":"click","parameters":"{}"}}]}`,
+		`{"model":"m","tools":[{"function":{"name":"click","parameters":null}}]}`,
+		`{"model":"m","tools":["x",{"function":{"name":"click","parameters":true}}]}`,
+		`{"model":"m","functions":[{"parameters":{}},{"name":"click"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -375,28 +409,16 @@ func FuzzStrictRequest(f *testing.F) {
 		if !ok {
 			t.Fatalf("forwarded a body servers cannot read: %q", sent)
 		}
-		var ours []string
+		var ours []serverTool
 		if ts := declaredTools(sent); ts != nil {
-			ours = ts.names
+			for _, n := range ts.names {
+				var p any
+				json.Unmarshal(ts.byName[n].params, &p)
+				ours = append(ours, serverTool{n, p})
+			}
 		}
-		if (foldedOK && !sameNames(folded, ours)) || !sameNames(exact, ours) {
-			t.Fatalf("forwarded %q: servers read tools %q / %q, toolguard %q", sent, folded, exact, ours)
+		if (foldedOK && !reflect.DeepEqual(folded, ours)) || !reflect.DeepEqual(exact, ours) {
+			t.Fatalf("forwarded %q: servers read tools %v / %v, toolguard %v", sent, folded, exact, ours)
 		}
 	})
-}
-
-// sameNames compares two lists of names as sets.
-func sameNames(a, b []string) bool {
-	set := map[string]bool{}
-	for _, n := range a {
-		set[n] = true
-	}
-	other := map[string]bool{}
-	for _, n := range b {
-		other[n] = true
-		if !set[n] {
-			return false
-		}
-	}
-	return len(set) == len(other)
 }
