@@ -1,10 +1,13 @@
 package proxy_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -145,5 +148,50 @@ func TestConcurrencyCapIs503(t *testing.T) {
 				t.Errorf("after release: status %d: %s", resp.StatusCode, body)
 			}
 		})
+	}
+}
+
+// TestDeclaredLengthDoesNotSizeBuffers: a request's buffer grows with what
+// arrives, never from the Content-Length a client declares. Sixteen
+// connections declaring 32 MiB each and sending ten bytes allocated 512 MiB
+// when the declared length sized the buffer; they allocate a few hundred KiB
+// now (64 KiB at most each, and the connections' own buffers).
+func TestDeclaredLengthDoesNotSizeBuffers(t *testing.T) {
+	up := newUpstream(t, reply{Body: `{}`})
+	srv, _ := guard(t, up, func(c *policy.Config) { c.MaxBodyBytes = 32 << 20 })
+	const conns = 16
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var open []*net.TCPConn
+	for i := range conns {
+		c, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		path := []string{"/v1/chat/completions", "/v1/files"}[i%2]
+		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"model\":", path, 32<<20)
+		open = append(open, c.(*net.TCPConn))
+	}
+	for _, c := range open {
+		// The body ends ten bytes in: each handler has read all there is
+		// and answers 400, so the allocations are done when it answers.
+		c.CloseWrite()
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("status %d, want 400 for a body cut short", resp.StatusCode)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	t.Logf("allocated %d KiB", (after.TotalAlloc-before.TotalAlloc)>>10)
+	if got := after.TotalAlloc - before.TotalAlloc; got > conns<<20 {
+		t.Errorf("%d connections that sent ten bytes each allocated %d MiB", conns, got>>20)
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("forwarded %d requests", n)
 	}
 }
