@@ -5,14 +5,16 @@
 // Guarantees:
 //   - Requests to /v1/<rest> go to <upstream>/<rest>, with the upstream taken
 //     from configuration only; no request can choose another host.
-//   - Only POST /v1/chat/completions with function tools declared is
-//     inspected. Everything else (other routes, error replies) passes
+//   - Only a POST to /v1/chat/completions (or to another path under /v1
+//     ending in /chat/completions, where servers route chat completions
+//     too) with function tools declared is inspected. Everything else (other routes, error replies) passes
 //     through unchanged, status, headers and body, but for what an
 //     upstream must not say to a client: its X-Toolguard-* headers, the
 //     configured keys, redirects to itself.
 //   - Fail closed: toolguard reads requests and replies exactly as the
 //     other side would, or refuses them. Under /v1, paths an upstream could
-//     route differently, method overrides and upgrades are refused; a chat
+//     route differently, methods the API does not use, method overrides
+//     and upgrades are refused; a chat
 //     request that is not strictly one JSON object, or that servers read
 //     differently (duplicate names, names in another letter case), is a 400
 //     and never goes upstream; a reply or stream chunk that clients read

@@ -174,8 +174,13 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, `{"status":"ready"}`)
 }
 
-// forward passes a request through unchanged.
+// forward passes a request through unchanged, but for a chat completion
+// under another prefix (see isChatPath), which is inspected.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && isChatPath(r.URL.Path) {
+		h.chatCompletions(w, r)
+		return
+	}
 	body, err := h.readBody(w, r)
 	if err != nil {
 		h.refuseBody(w, r, err)

@@ -25,8 +25,18 @@ import (
 // without passing the inspected route, so under /v1 toolguard refuses what
 // could be routed differently, before anything else happens.
 
-// inspectedPaths are the routes whose POST is inspected.
-var inspectedPaths = []string{"/v1/chat/completions"}
+// chatSuffix ends the path of every chat completion route. Besides
+// /v1/chat/completions, servers route chat completions under other
+// prefixes: Azure's /openai/deployments/{name}/chat/completions, LiteLLM's
+// /engines/{model}/chat/completions and the same. A POST to any path under
+// /v1 that ends so carries a chat completion request and is inspected.
+const chatSuffix = "/chat/completions"
+
+// isChatPath reports whether a POST to path is inspected as a chat
+// completion.
+func isChatPath(path string) bool {
+	return strings.HasPrefix(path, "/v1/") && strings.HasSuffix(path, chatSuffix)
+}
 
 // forwardedMethods are the methods passed on under /v1: those the API uses.
 var forwardedMethods = map[string]bool{
@@ -63,13 +73,12 @@ func checkRequest(r *http.Request) *apiError {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
 			Msg: "the path " + clipString(r.URL.EscapedPath(), 200) + " " + why + ": servers route such paths differently, so toolguard refuses them"}
 	}
-	for _, p := range inspectedPaths {
-		if !strings.EqualFold(strings.TrimRight(r.URL.Path, "/"), p) {
-			continue
-		}
+	if trimmed := strings.TrimRight(r.URL.Path, "/"); len(trimmed) >= len(chatSuffix) &&
+		strings.EqualFold(trimmed[len(trimmed)-len(chatSuffix):], chatSuffix) {
+		p := trimmed[:len(trimmed)-len(chatSuffix)] + chatSuffix
 		if r.URL.Path != p {
 			return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
-				Msg: "send this request to " + p + " exactly: some servers route " + clipString(r.URL.Path, 200) + " to it, which would pass it uninspected"}
+				Msg: "send this request to " + clipString(p, 200) + " exactly: some servers route " + clipString(r.URL.Path, 200) + " to it, which would pass it uninspected"}
 		}
 		switch {
 		case r.Method == http.MethodPost:

@@ -366,3 +366,29 @@ func TestOverLimitBodyIsAnsweredNotReset(t *testing.T) {
 		t.Errorf("forwarded %d requests", n)
 	}
 }
+
+// TestChatCompletionsUnderAnyPrefixAreInspected: servers route chat
+// completions under other prefixes too (Azure's deployments, LiteLLM's
+// engines); a POST to such a path carries a chat request and its calls are
+// checked like those of /v1/chat/completions.
+func TestChatCompletionsUnderAnyPrefixAreInspected(t *testing.T) {
+	up := newUpstream(t, reply{Body: toolReply(`{}`, clickCall("c1", `"{}"`))})
+	srv, _ := guard(t, up, func(c *policy.Config) { c.MaxReasks = 0 })
+	for _, path := range []string{"/v1/openai/deployments/gpt-4o/chat/completions", "/v1/engines/m/chat/completions"} {
+		resp, body := post(t, srv, path+"?api-version=2024-10-21", clickRequest(""))
+		if resp.StatusCode != http.StatusBadRequest || header(resp, "X-Toolguard-Outcome") != "failed" {
+			t.Errorf("%s: status %d outcome %q, want the invalid call refused: %.300s", path, resp.StatusCode, header(resp, "X-Toolguard-Outcome"), body)
+		}
+		if resp, body := post(t, srv, strings.Replace(path, "chat/completions", "Chat/Completions", 1), clickRequest("")); resp.StatusCode != http.StatusBadRequest ||
+			mustJSON(t, body).Get("error.code").String() != "invalid_path" {
+			t.Errorf("%s in capitals: status %d %s", path, resp.StatusCode, body)
+		}
+		if resp, body := do(t, t.Context(), srv, "PUT", path, clickRequest(""), nil); resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("PUT %s: status %d %s", path, resp.StatusCode, body)
+		}
+	}
+	got := up.requests()
+	if len(got) != 2 || got[0].Path != "/v1/openai/deployments/gpt-4o/chat/completions" || got[0].RawQuery != "api-version=2024-10-21" {
+		t.Errorf("the upstream got %d requests, want the two POSTs on their paths", len(got))
+	}
+}
