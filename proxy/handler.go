@@ -136,10 +136,12 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.finish(rec, r, info)
 	if len(h.keys) > 0 && !openPath(r.URL.Path) && !h.keys.allows(r) {
 		unauthorized().write(rec)
+		drainBody(rec, r, min(h.cfg.MaxBodyBytes, drainAfter413))
 		return
 	}
 	if ae := checkRequest(r); ae != nil {
 		ae.write(rec)
+		drainBody(rec, r, min(h.cfg.MaxBodyBytes, drainAfter413))
 		return
 	}
 	h.mux.ServeHTTP(rec, r)
@@ -190,12 +192,12 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuseBody answers a request whose body could not be read. After a 413 it
-// drains what the client still sends (see drainAfter413).
+// drains what the client still sends (see drainBody).
 func (h *Handler) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
 	ae := upstreamError(r.Context(), err)
 	ae.write(w)
-	if ae.Status == http.StatusRequestEntityTooLarge && r.Body != nil {
-		drainAfter413(w, r.Body)
+	if ae.Status == http.StatusRequestEntityTooLarge {
+		drainBody(w, r, drainAfter413)
 	}
 }
 

@@ -263,7 +263,7 @@ func checkDeclarations(body []byte) *apiError {
 	if notArray(functions) {
 		return ambiguous("functions must be an array")
 	}
-	if len(tools.Array()) > 0 && len(functions.Array()) > 0 {
+	if tools.Get("#").Int() > 0 && functions.Get("#").Int() > 0 {
 		return ambiguous("declare functions in tools or in the legacy functions, not both: upstreams differ in which they honour")
 	}
 	seen := map[string]bool{}
@@ -307,18 +307,23 @@ func checkDeclarations(body []byte) *apiError {
 	return err
 }
 
-// drainAfter413 keeps reading what the client still sends after a 413 has
-// been written, for a bounded time and size, before the connection closes.
+// drainBody keeps reading what the client still sends of a request body
+// that was refused unread (after a 413, or a refusal before the body was
+// read), for at most drainTime and max bytes, before the connection closes.
 // A client that writes its whole body before reading (Python's http.client
 // and urllib, and the tools built on them) otherwise gets a connection reset
-// instead of the 413, and its SDK retries the upload as a network error.
-func drainAfter413(w http.ResponseWriter, body io.Reader) {
-	const (
-		drainBytes = 64 << 20
-		drainTime  = 5 * time.Second
-	)
+// instead of the answer, and its SDK retries the upload as a network error.
+func drainBody(w http.ResponseWriter, r *http.Request, max int64) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	const drainTime = 5 * time.Second
 	rc := http.NewResponseController(w)
 	rc.Flush()
 	rc.SetReadDeadline(time.Now().Add(drainTime))
-	io.CopyN(io.Discard, body, drainBytes)
+	io.CopyN(io.Discard, r.Body, max)
 }
+
+// drainAfter413 is the most drained after a 413: a few times the default
+// body limit.
+const drainAfter413 = 64 << 20

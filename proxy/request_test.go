@@ -392,3 +392,31 @@ func TestChatCompletionsUnderAnyPrefixAreInspected(t *testing.T) {
 		t.Errorf("the upstream got %d requests, want the two POSTs on their paths", len(got))
 	}
 }
+
+// TestRefusalsBeforeTheBodyAreAnsweredNotReset: a request refused before
+// its body is read (a wrong key, a refused path or method) is answered to a
+// client that writes its whole body before it reads, as a 413 is: without
+// the drain, the server closes the connection on the unread body and the
+// client sees a reset instead of the 401, 400 or 405.
+func TestRefusalsBeforeTheBodyAreAnsweredNotReset(t *testing.T) {
+	up := newUpstream(t, reply{Body: `{}`})
+	srv, _ := guard(t, up, func(c *policy.Config) { c.APIKeys = []string{"client-key-1234"} })
+	big := `{"model":"m","messages":[],"metadata":"` + strings.Repeat("a", 4<<20) + `"}`
+	for _, tt := range []struct {
+		method, path, key string
+		want              int
+	}{
+		{method: "POST", path: "/v1/chat/completions", key: "wrong-key", want: http.StatusUnauthorized},
+		{method: "POST", path: "/v1/chat%2Fcompletions", key: "client-key-1234", want: http.StatusBadRequest},
+		{method: "PUT", path: "/v1/chat/completions", key: "client-key-1234", want: http.StatusMethodNotAllowed},
+	} {
+		req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+			tt.method, tt.path, tt.key, len(big), big)
+		if resp, body := rawRequest(t, srv.URL, req); resp.StatusCode != tt.want {
+			t.Errorf("%s %s: status %d, want %d: %s", tt.method, tt.path, resp.StatusCode, tt.want, body)
+		}
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("forwarded %d requests", n)
+	}
+}
