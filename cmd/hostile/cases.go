@@ -126,7 +126,19 @@ func requestCases() []hostileCase {
 		history.WriteString(`,{"role":"assistant","content":null,"tool_calls":[{"id":"c` + id + `","type":"function","function":{"name":"click","arguments":{"selector":"#` + id + `"}}}]},{"role":"tool","tool_call_id":"c` + id + `","content":"` + strings.Repeat("x", 900) + `"}`)
 	}
 	history.WriteString(`]}`)
+	var tools strings.Builder
+	tools.WriteString(`{"model":"m","messages":[{"role":"user","content":"go"}],"tools":[`)
+	for i := range 20000 {
+		if i > 0 {
+			tools.WriteByte(',')
+		}
+		tools.WriteString(`{"type":"function","function":{"name":"f` + strconv.Itoa(i) + `","parameters":{"type":"object"}}}`)
+	}
+	duplicate := strings.Replace(tools.String(), `"name":"f19999"`, `"name":"f0"`, 1) + `]}`
+	tools.WriteString(`]}`)
 	return []hostileCase{
+		{name: "declarations: 20,000 function tools (1.6 MB)", request: func() []byte { return []byte(tools.String()) }, reply: jsonReply(`{"choices":[]}`)},
+		{name: "declarations: 20,000 tools, the last named as the first", request: func() []byte { return []byte(duplicate) }, reply: jsonReply(`{"choices":[]}`)},
 		{name: "schema: references fanning out 20 levels", request: func() []byte { return toolRequest("f", fanOut(20)) }, reply: callReply("f", `{"a":5}`)},
 		{name: "schema: enum errors for 20 x 500 values", request: func() []byte {
 			return toolRequest("f", `{"type":"object","additionalProperties":{"enum":[`+strings.Join(enum, ",")+`]}}`)
