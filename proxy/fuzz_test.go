@@ -264,20 +264,35 @@ func FuzzRequest(f *testing.F) {
 	})
 }
 
-// captureTransport answers every request with a completion without calls,
-// keeping the last body it was sent.
-type captureTransport struct {
-	mu   sync.Mutex
-	body []byte
+// declaredTransport reaches a real upstream and keeps, for the last request
+// it carried, the body as sent and the functions toolguard declared for the
+// exchange that sent it (nil when nothing was inspected).
+type declaredTransport struct {
+	next     http.RoundTripper
+	mu       sync.Mutex
+	sent     []byte
+	declared []serverTool
 }
 
-func (c *captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	b, _ := io.ReadAll(r.Body)
-	c.mu.Lock()
-	c.body = b
-	c.mu.Unlock()
-	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Request: r,
-		Body: io.NopCloser(strings.NewReader(`{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`))}, nil
+func (d *declaredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	var declared []serverTool
+	if ex := exchangeFrom(r.Context()); ex != nil {
+		for _, n := range ex.tools.names {
+			var p any
+			json.Unmarshal(ex.tools.byName[n].params, &p)
+			declared = append(declared, serverTool{n, p})
+		}
+	}
+	// The body as it goes on the wire: read here, replayed to the upstream.
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	d.mu.Lock()
+	d.sent, d.declared = b, declared
+	d.mu.Unlock()
+	return d.next.RoundTrip(r)
 }
 
 // serverTool is a function as a server reads it: its name and its
@@ -384,20 +399,27 @@ func FuzzStrictRequest(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	rt := &captureTransport{}
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	}))
+	defer upstream.Close()
+	rt := &declaredTransport{next: upstream.Client().Transport}
 	cfg := policy.Default()
+	cfg.UpstreamURL = upstream.URL + "/v1"
 	h, err := New(Options{Config: cfg, Transport: rt})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rt.mu.Lock()
-		rt.body = nil
+		rt.sent, rt.declared = nil, nil
 		rt.mu.Unlock()
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/chat/completions", bytes.NewReader(body)))
 		rt.mu.Lock()
-		sent := rt.body
+		sent, declared := rt.sent, rt.declared
 		rt.mu.Unlock()
 		if sent == nil {
 			if rec.Code < 400 {
@@ -409,16 +431,11 @@ func FuzzStrictRequest(f *testing.F) {
 		if !ok {
 			t.Fatalf("forwarded a body servers cannot read: %q", sent)
 		}
-		var ours []serverTool
-		if ts := declaredTools(sent); ts != nil {
-			for _, n := range ts.names {
-				var p any
-				json.Unmarshal(ts.byName[n].params, &p)
-				ours = append(ours, serverTool{n, p})
-			}
-		}
-		if (foldedOK && !reflect.DeepEqual(folded, ours)) || !reflect.DeepEqual(exact, ours) {
-			t.Fatalf("forwarded %q: servers read tools %v / %v, toolguard %v", sent, folded, exact, ours)
+		// The functions the servers read must be exactly those whose calls
+		// toolguard checks in this exchange: no more, no fewer, in order,
+		// with the same schemas.
+		if (foldedOK && !reflect.DeepEqual(folded, declared)) || !reflect.DeepEqual(exact, declared) {
+			t.Fatalf("forwarded %q: servers read tools %v / %v, toolguard declared %v", sent, folded, exact, declared)
 		}
 	})
 }
