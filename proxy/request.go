@@ -101,6 +101,10 @@ func ambiguousPath(r *http.Request) string {
 	switch {
 	case strings.Contains(raw, "%2f"):
 		return "holds an encoded slash"
+	case strings.Contains(raw, "%25"):
+		// Decoded twice (an nginx that proxies the decoded $uri to a server
+		// that decodes again), %252F is a slash and %252e%252e a dot-segment.
+		return "holds an encoded percent sign"
 	case strings.Contains(raw, "%5c") || strings.Contains(r.URL.Path, `\`):
 		return "holds a backslash"
 	case strings.Contains(raw, "%00") || strings.ContainsFunc(r.URL.Path, func(c rune) bool { return c < 0x20 || c == 0x7f }):
@@ -189,18 +193,34 @@ func checkCharset(h http.Header) *apiError {
 
 // decodeBody undoes the request's Content-Encoding, so that an inspected
 // body is read as the upstream would decode it: gzip and deflate, with the
-// decoded size bounded by max. Other encodings are refused (415). The
-// request's Content-Encoding is removed: the decoded body goes upstream.
+// decoded size bounded by max. Other encodings, layered ones and two
+// Content-Encoding headers are refused (415). The body must be one
+// compressed stream, read whole: a second gzip member (Go's and Python's
+// readers decode it and append it) or bytes after the stream are refused,
+// not dropped unread. The request's Content-Encoding is removed: the decoded
+// body goes upstream.
 func decodeBody(r *http.Request, body []byte, max int64) ([]byte, *apiError) {
-	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	encs := r.Header.Values("Content-Encoding")
+	if len(encs) > 1 {
+		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_content_encoding",
+			Msg: "the request has more than one Content-Encoding header: send one, gzip or deflate"}
+	}
+	enc := ""
+	if len(encs) == 1 {
+		enc = strings.ToLower(strings.TrimSpace(encs[0]))
+	}
 	if enc == "" || enc == "identity" {
 		r.Header.Del("Content-Encoding")
 		return body, nil
 	}
+	// bytes.Reader is an io.ByteReader: the decompressors read from it
+	// directly, without a buffer, so what is left in it after the stream
+	// ends is what follows the stream.
+	in := bytes.NewReader(body)
 	var zr io.Reader
 	switch enc {
 	case "gzip", "x-gzip":
-		g, err := gzip.NewReader(bytes.NewReader(body))
+		g, err := gzip.NewReader(in)
 		if err != nil {
 			return nil, undecodable(enc, err)
 		}
@@ -209,10 +229,11 @@ func decodeBody(r *http.Request, body []byte, max int64) ([]byte, *apiError) {
 	case "deflate":
 		// RFC 9110's deflate is zlib; some clients send raw DEFLATE. Both
 		// are tried, as servers do.
-		if z, err := zlib.NewReader(bytes.NewReader(body)); err == nil {
+		if z, err := zlib.NewReader(in); err == nil {
 			zr = z
 		} else {
-			zr = flate.NewReader(bytes.NewReader(body))
+			in.Reset(body)
+			zr = flate.NewReader(in)
 		}
 	default:
 		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_content_encoding",
@@ -224,6 +245,10 @@ func decodeBody(r *http.Request, body []byte, max int64) ([]byte, *apiError) {
 	}
 	if int64(len(out)) > max {
 		return nil, tooLarge(max, errors.New("decoded body over the limit"))
+	}
+	if in.Len() > 0 {
+		return nil, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_error",
+			Msg: fmt.Sprintf("the request body holds %d bytes after its %s stream (another gzip member, or data): send the body as one stream", in.Len(), enc)}
 	}
 	r.Header.Del("Content-Encoding")
 	return out, nil

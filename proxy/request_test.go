@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -168,6 +169,9 @@ func TestAmbiguousPathsAreRefused(t *testing.T) {
 		"/v1/chat%2Fcompletions", "/v1/chat%2fcompletions", "/v1/chat%5Ccompletions", `/v1/chat\completions`,
 		"/v1/./chat/completions", "/v1/x/../chat/completions", "/v1/%2e%2e/v1/chat/completions", "/v1//chat/completions",
 		"/v1/Chat/Completions", "/v1/chat/completions/", "/v1/chat/completions;x=1", "/v1/chat/completions%00",
+		// Decoded twice (an nginx in front of the upstream that proxies
+		// $uri, decoded, to a server that decodes again), %252F is a slash.
+		"/v1/chat%252Fcompletions", "/v1/chat%252fcompletions", "/v1/x/%252e%252e/chat/completions",
 	} {
 		resp, body := rawRequest(t, srv.URL, "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "+
 			fmt.Sprint(len(clickRequest("")))+"\r\nConnection: close\r\n\r\n"+clickRequest(""))
@@ -418,5 +422,57 @@ func TestRefusalsBeforeTheBodyAreAnsweredNotReset(t *testing.T) {
 	}
 	if n := len(up.requests()); n != 0 {
 		t.Errorf("forwarded %d requests", n)
+	}
+}
+
+// TestCompressedBodiesAreReadWhole: a gzip or deflate body is decoded whole
+// or refused. Data after the compressed stream (a second gzip member, which
+// Go's and Python's gzip readers decode and append, or bytes after the
+// DEFLATE stream) would be dropped unread, and two Content-Encoding headers
+// leave it open which applies: both are refused, never forwarded.
+func TestCompressedBodiesAreReadWhole(t *testing.T) {
+	gz := func(s string) string {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		io.WriteString(w, s)
+		w.Close()
+		return b.String()
+	}
+	zl := func(s string) string {
+		var b bytes.Buffer
+		w := zlib.NewWriter(&b)
+		io.WriteString(w, s)
+		w.Close()
+		return b.String()
+	}
+	body := clickRequest("")
+	split := strings.LastIndex(body, `}`)
+	up := newUpstream(t, reply{Body: toolReply(`{}`, clickCall("c1", `"{\"selector\":\"#a\"}"`))})
+	srv, _ := guard(t, up, nil)
+	for _, tt := range []struct {
+		name, body string
+		encoding   []string
+		want       int
+	}{
+		{name: "two gzip members", body: gz(body[:split]) + gz(`,"metadata":{}}`), encoding: []string{"gzip"}, want: 400},
+		{name: "bytes after the gzip member", body: gz(body) + "trailing", encoding: []string{"gzip"}, want: 400},
+		{name: "bytes after the zlib stream", body: zl(body) + "trailing", encoding: []string{"deflate"}, want: 400},
+		{name: "two Content-Encoding headers", body: gz(body), encoding: []string{"identity", "gzip"}, want: 415},
+		{name: "gzip", body: gz(body), encoding: []string{"gzip"}, want: 200},
+		{name: "zlib", body: zl(body), encoding: []string{"deflate"}, want: 200},
+	} {
+		resp, rb := do(t, t.Context(), srv, "POST", "/v1/chat/completions", tt.body, http.Header{"Content-Encoding": tt.encoding})
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s: status %d, want %d: %s", tt.name, resp.StatusCode, tt.want, rb)
+		}
+	}
+	got := up.requests()
+	if len(got) != 2 {
+		t.Fatalf("%d upstream requests, want the two whole bodies", len(got))
+	}
+	for _, r := range got {
+		if string(r.Body) != body || r.Header.Get("Content-Encoding") != "" {
+			t.Errorf("the upstream got %q (Content-Encoding %q), want the decoded body", r.Body, r.Header.Get("Content-Encoding"))
+		}
 	}
 }
