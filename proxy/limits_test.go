@@ -195,3 +195,37 @@ func TestDeclaredLengthDoesNotSizeBuffers(t *testing.T) {
 		t.Errorf("forwarded %d requests", n)
 	}
 }
+
+// TestUpstreamDeclaredLengthDoesNotSizeBuffers: the reply buffer grows with
+// what the upstream sends, never from the Content-Length it declares. An
+// upstream (or whatever answers in its place) declaring 32 MiB and sending
+// ten bytes made toolguard allocate the 32 MiB for each reply it inspects;
+// sixteen such replies allocate a few MiB now.
+func TestUpstreamDeclaredLengthDoesNotSizeBuffers(t *testing.T) {
+	up := newUpstream(t)
+	up.handle = func(w http.ResponseWriter, r *http.Request, _ int) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"choices\"", 32<<20)
+		buf.Flush()
+	}
+	srv, _ := guard(t, up, func(c *policy.Config) { c.MaxResponseBytes = 32 << 20; c.MaxReasks = 0 })
+	const replies = 16
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range replies {
+		resp, body := post(t, srv, "/v1/chat/completions", clickRequest(""))
+		if resp.StatusCode != http.StatusBadGateway {
+			t.Errorf("status %d, want 502 for a reply cut short: %s", resp.StatusCode, body)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	t.Logf("allocated %d KiB", (after.TotalAlloc-before.TotalAlloc)>>10)
+	if got := after.TotalAlloc - before.TotalAlloc; got > replies<<20 {
+		t.Errorf("%d replies that sent ten bytes each allocated %d MiB", replies, got>>20)
+	}
+}
