@@ -46,6 +46,8 @@ func TestAmbiguousRequestsAreRefused(t *testing.T) {
 			body: `{` + msgs + `,"Tools":[` + fn + `]}`},
 		{name: "kelvin sign", code: "request_ambiguous", goServer: true,
 			body: `{` + msgs + `,"tools":[{"type":"function","function":{"name":"click","parameters":{}}}],"tools":[` + strings.Replace(fn, `"function":{`, `"function":{"name":"x"},"Function":{`, 1) + `]}`},
+		{name: "dotless i, as .NET's case-insensitive binding reads it", code: "request_ambiguous",
+			body: `{` + msgs + `,"tools":[{"type":"function","function":{"name":"scroll"},"funct\u0131on":` + fn[strings.Index(fn, `"function":{`)+len(`"function":`):len(fn)-1] + `}]}`},
 		{name: "trailing data", code: "request_not_json",
 			body: `{` + msgs + `} {"tools":[` + fn + `]}`},
 		{name: "byte order mark", code: "request_not_json",

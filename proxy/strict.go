@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -124,7 +126,7 @@ func walkStrict(d *jsontext.Decoder, s shape) error {
 				// Read in place, not kept: no copy of the name is made.
 				ns := unsafe.String(unsafe.SliceData(n), len(n))
 				for k := range s {
-					if strings.EqualFold(k, ns) {
+					if foldsTo(k, ns) {
 						return &strictError{Pointer: string(d.StackPointer()), Ambiguous: true,
 							Reason: fmt.Sprintf("member %q differs from %q only in letter case", clipString(string(n), 64), k)}
 					}
@@ -148,6 +150,29 @@ func walkStrict(d *jsontext.Decoder, s shape) error {
 		}
 	}
 	return nil
+}
+
+// foldsTo reports whether a server matching member names without regard to
+// letter case could read name as known. Go's encoding/json folds by Unicode
+// simple folding (strings.EqualFold: the Kelvin sign is k, the long s is s);
+// .NET's case-insensitive binding, ASP.NET Core's default, compares upper
+// cases, in which the dotless ı is I; others compare lower cases, in which
+// İ is i. A name any of them matches is a match.
+func foldsTo(known, name string) bool {
+	if strings.EqualFold(known, name) {
+		return true
+	}
+	for _, k := range known {
+		if name == "" {
+			return false
+		}
+		n, size := utf8.DecodeRuneInString(name)
+		name = name[size:]
+		if unicode.ToUpper(k) != unicode.ToUpper(n) && unicode.ToLower(k) != unicode.ToLower(n) {
+			return false
+		}
+	}
+	return name == ""
 }
 
 // syntaxError turns a jsontext error into a strictError that says what is

@@ -23,6 +23,10 @@ func TestStrictJSON(t *testing.T) {
 		{name: "long s in a name", body: "{\"tool\u017f\":[]}", reason: "only in letter case"},
 		{name: "letter case in a call", body: `{"messages":[{"tool_calls":[{"Function":{}}]}]}`, reason: "only in letter case"},
 		{name: "fold of a kelvin", body: "{\"response_format\":{\"json_\u017fchema\":{}}}", reason: "only in letter case"},
+		// .NET's case-insensitive binding (ASP.NET Core's default) compares
+		// names by their upper case: dotless ı is I, as İ is i in lower case.
+		{name: "dotless i", body: "{\"tools\":[{\"type\":\"function\",\"funct\u0131on\":{}}]}", reason: "only in letter case"},
+		{name: "dotted capital I", body: "{\"tool_cho\u0130ce\":\"auto\"}", reason: "only in letter case"},
 		{name: "bom", body: "\xef\xbb\xbf{}", reason: "byte order mark"},
 		{name: "nan", body: `{"temperature":NaN}`, reason: "not valid JSON"},
 		{name: "infinity", body: `{"temperature":Infinity}`, reason: "not valid JSON"},
