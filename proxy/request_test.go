@@ -318,23 +318,16 @@ func TestRequestTrailersAreDropped(t *testing.T) {
 // TestCompressedRequestBodies: an inspected body is decoded as the upstream
 // would decode it (bounded), or refused.
 func TestCompressedRequestBodies(t *testing.T) {
-	gz := func(s string) string {
-		var b bytes.Buffer
-		w := gzip.NewWriter(&b)
-		io.WriteString(w, s)
-		w.Close()
-		return b.String()
-	}
 	up := newUpstream(t, reply{Body: toolReply(`{}`, clickCall("c1", `"{\"selector\": \"#a\",}"`))})
 	srv, _ := guard(t, up, func(c *policy.Config) { c.MaxBodyBytes = 1 << 20 })
-	resp, body := do(t, t.Context(), srv, "POST", "/v1/chat/completions", gz(clickRequest("")), http.Header{"Content-Encoding": {"gzip"}})
+	resp, body := do(t, t.Context(), srv, "POST", "/v1/chat/completions", compressed(gzip.NewWriter, clickRequest("")), http.Header{"Content-Encoding": {"gzip"}})
 	if resp.StatusCode != 200 || header(resp, "X-Toolguard-Outcome") != "repaired" {
 		t.Errorf("gzip: status %d outcome %q: %s", resp.StatusCode, header(resp, "X-Toolguard-Outcome"), body)
 	}
 	if got := up.requests(); len(got) != 1 || string(got[0].Body) != clickRequest("") || got[0].Header.Get("Content-Encoding") != "" {
 		t.Errorf("the upstream did not get the decoded body")
 	}
-	bomb := gz(`{"model":"m","messages":[],"metadata":"` + strings.Repeat("a", 2<<20) + `"}`)
+	bomb := compressed(gzip.NewWriter, `{"model":"m","messages":[],"metadata":"` + strings.Repeat("a", 2<<20) + `"}`)
 	if resp, body := do(t, t.Context(), srv, "POST", "/v1/chat/completions", bomb, http.Header{"Content-Encoding": {"gzip"}}); resp.StatusCode != 413 {
 		t.Errorf("a body that decodes past the limit: status %d %s", resp.StatusCode, body)
 	}
@@ -433,22 +426,7 @@ func TestRefusalsBeforeTheBodyAreAnsweredNotReset(t *testing.T) {
 // DEFLATE stream) would be dropped unread, and two Content-Encoding headers
 // leave it open which applies: both are refused, never forwarded.
 func TestCompressedBodiesAreReadWhole(t *testing.T) {
-	gz := func(s string) string {
-		var b bytes.Buffer
-		w := gzip.NewWriter(&b)
-		io.WriteString(w, s)
-		w.Close()
-		return b.String()
-	}
-	zl := func(s string) string {
-		var b bytes.Buffer
-		w := zlib.NewWriter(&b)
-		io.WriteString(w, s)
-		w.Close()
-		return b.String()
-	}
 	body := clickRequest("")
-	split := strings.LastIndex(body, `}`)
 	up := newUpstream(t, reply{Body: toolReply(`{}`, clickCall("c1", `"{\"selector\":\"#a\"}"`))})
 	srv, _ := guard(t, up, nil)
 	for _, tt := range []struct {
@@ -456,12 +434,12 @@ func TestCompressedBodiesAreReadWhole(t *testing.T) {
 		encoding   []string
 		want       int
 	}{
-		{name: "two gzip members", body: gz(body[:split]) + gz(`,"metadata":{}}`), encoding: []string{"gzip"}, want: 400},
-		{name: "bytes after the gzip member", body: gz(body) + "trailing", encoding: []string{"gzip"}, want: 400},
-		{name: "bytes after the zlib stream", body: zl(body) + "trailing", encoding: []string{"deflate"}, want: 400},
-		{name: "two Content-Encoding headers", body: gz(body), encoding: []string{"identity", "gzip"}, want: 415},
-		{name: "gzip", body: gz(body), encoding: []string{"gzip"}, want: 200},
-		{name: "zlib", body: zl(body), encoding: []string{"deflate"}, want: 200},
+		{name: "two gzip members", body: compressed(gzip.NewWriter, body) + compressed(gzip.NewWriter, "\n"), encoding: []string{"gzip"}, want: 400},
+		{name: "bytes after the gzip member", body: compressed(gzip.NewWriter, body) + "trailing", encoding: []string{"gzip"}, want: 400},
+		{name: "bytes after the zlib stream", body: compressed(zlib.NewWriter, body) + "trailing", encoding: []string{"deflate"}, want: 400},
+		{name: "two Content-Encoding headers", body: compressed(gzip.NewWriter, body), encoding: []string{"identity", "gzip"}, want: 415},
+		{name: "gzip", body: compressed(gzip.NewWriter, body), encoding: []string{"gzip"}, want: 200},
+		{name: "zlib", body: compressed(zlib.NewWriter, body), encoding: []string{"deflate"}, want: 200},
 	} {
 		resp, rb := do(t, t.Context(), srv, "POST", "/v1/chat/completions", tt.body, http.Header{"Content-Encoding": tt.encoding})
 		if resp.StatusCode != tt.want {
@@ -477,4 +455,14 @@ func TestCompressedBodiesAreReadWhole(t *testing.T) {
 			t.Errorf("the upstream got %q (Content-Encoding %q), want the decoded body", r.Body, r.Header.Get("Content-Encoding"))
 		}
 	}
+}
+
+// compressed is s written through a compressor (gzip.NewWriter,
+// zlib.NewWriter).
+func compressed[W io.WriteCloser](newWriter func(io.Writer) W, s string) string {
+	var b bytes.Buffer
+	w := newWriter(&b)
+	io.WriteString(w, s)
+	w.Close()
+	return b.String()
 }
