@@ -327,7 +327,7 @@ func TestCompressedRequestBodies(t *testing.T) {
 	if got := up.requests(); len(got) != 1 || string(got[0].Body) != clickRequest("") || got[0].Header.Get("Content-Encoding") != "" {
 		t.Errorf("the upstream did not get the decoded body")
 	}
-	bomb := compressed(gzip.NewWriter, `{"model":"m","messages":[],"metadata":"` + strings.Repeat("a", 2<<20) + `"}`)
+	bomb := compressed(gzip.NewWriter, `{"model":"m","messages":[],"metadata":"`+strings.Repeat("a", 2<<20)+`"}`)
 	if resp, body := do(t, t.Context(), srv, "POST", "/v1/chat/completions", bomb, http.Header{"Content-Encoding": {"gzip"}}); resp.StatusCode != 413 {
 		t.Errorf("a body that decodes past the limit: status %d %s", resp.StatusCode, body)
 	}
