@@ -14,6 +14,14 @@ import (
 // calls past it go upstream as the client sent them.
 const maxHistoryFixes = 256
 
+// maxHistoryMendBytes bounds the arguments handed to the mender in one
+// request's history, whether or not it mends them. The call count alone is
+// no bound on the work: some shapes cost a few hundred nanoseconds a byte
+// (a fenced array of half a million numbers, about 0.5 s a MiB), and a
+// 32 MiB history holds thirty such calls. One call of the largest size that
+// is mended (repair.MaxInput) fits.
+const maxHistoryMendBytes = repair.MaxInput
+
 // mendHistory applies the syntax step of the ladder to the tool calls of the
 // assistant messages a client sends back: a conversation whose history holds
 // malformed arguments (truncated, fenced, an object instead of a string) is
@@ -21,13 +29,16 @@ const maxHistoryFixes = 256
 // meaning; arguments that cannot be made a JSON object are left as they are.
 // It returns the body unchanged, byte for byte, when nothing needed mending.
 // The mended body is built in one pass (the work is linear in the body
-// however many calls are mended), and at most maxHistoryFixes calls are
-// mended: history mending is a courtesy to the provider, and the calls past
-// the bound go as the client sent them. A mended body that cannot be
-// built is an error.
+// however many calls are mended), and at most maxHistoryFixes calls and
+// maxHistoryMendBytes of arguments are mended, calls in order: history
+// mending is a courtesy to the provider, and a call past either bound goes
+// as the client sent it (a smaller call after one that did not fit the
+// bytes left is still mended). A mended body that cannot be built is an
+// error.
 func mendHistory(body []byte) ([]byte, []repair.Edit, error) {
 	var edits []repair.Edit
 	var fixes []splice
+	budget := maxHistoryMendBytes
 	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
 		if m.Get("role").String() != "assistant" {
 			return true
@@ -43,6 +54,10 @@ func mendHistory(body []byte) ([]byte, []repair.Edit, error) {
 			if !args.Exists() {
 				raw = `""`
 			}
+			if len(raw) > budget {
+				return
+			}
+			budget -= len(raw)
 			mended, e, err := repair.Syntax([]byte(raw))
 			if err != nil || len(e) == 0 {
 				return

@@ -107,3 +107,37 @@ func TestHistoryMendingIsLinear(t *testing.T) {
 		t.Errorf("%d calls mended, want the bound, 256", mended)
 	}
 }
+
+// TestHistoryMendingIsBoundedInBytes: mending costs a few hundred
+// nanoseconds a byte for some shapes (a fenced array of half a million
+// numbers: about 0.5 s a MiB), so 256 calls are no bound on their own: thirty
+// such calls in a 31 MB history took 11 s. At most 1 MiB of arguments is
+// handed to the mender per request, calls in order; a call that does not fit
+// what is left goes as sent, and later smaller calls are still mended.
+func TestHistoryMendingIsBoundedInBytes(t *testing.T) {
+	fenced := func(n int) string { // a fenced object, n bytes and a little more
+		return "```json\n{\"selector\": \"" + strings.Repeat("x", n) + "\"}\n```"
+	}
+	var b strings.Builder
+	b.WriteString(`{"model":"m","messages":[{"role":"user","content":"go"}`)
+	sizes := []int{300 << 10, 300 << 10, 300 << 10, 300 << 10, 10, 300 << 10, 10}
+	for i, n := range sizes {
+		fmt.Fprintf(&b, `,{"role":"assistant","content":null,"tool_calls":[{"id":"c%d","type":"function","function":{"name":"click","arguments":%q}}]}`, i, fenced(n))
+	}
+	b.WriteString(`]}`)
+	up := newUpstream(t, reply{Body: `{"choices":[]}`})
+	srv, _ := guard(t, up, nil)
+	if resp, body := post(t, srv, "/v1/chat/completions", b.String()); resp.StatusCode != 200 {
+		t.Fatalf("status %d %s", resp.StatusCode, body)
+	}
+	var mended []bool
+	for _, a := range gjson.GetBytes(up.requests()[0].Body, "messages.#.tool_calls.0.function.arguments").Array() {
+		mended = append(mended, !strings.HasPrefix(a.Str, "```"))
+	}
+	// 3 x 300 KiB fit in 1 MiB, the fourth and sixth do not; the small
+	// ones do.
+	want := []bool{true, true, true, false, true, false, true}
+	if diff := cmp.Diff(mended, want); diff != "" {
+		t.Errorf("calls mended (-got +want):\n%s", diff)
+	}
+}

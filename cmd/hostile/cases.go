@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -126,6 +127,15 @@ func requestCases() []hostileCase {
 		history.WriteString(`,{"role":"assistant","content":null,"tool_calls":[{"id":"c` + id + `","type":"function","function":{"name":"click","arguments":{"selector":"#` + id + `"}}}]},{"role":"tool","tool_call_id":"c` + id + `","content":"` + strings.Repeat("x", 900) + `"}`)
 	}
 	history.WriteString(`]}`)
+	// Thirty calls of a fenced array of half a million numbers, each 1 MB:
+	// some shapes cost the mender about 0.5 s a MiB.
+	fencedArray, _ := json.Marshal("```json\n{\"a\": [" + strings.Repeat("1,", (1<<19)-64) + "]\n```")
+	var fencedHistory strings.Builder
+	fencedHistory.WriteString(`{"model":"m","messages":[{"role":"user","content":"go"}`)
+	for i := range 30 {
+		fencedHistory.WriteString(`,{"role":"assistant","content":null,"tool_calls":[{"id":"c` + strconv.Itoa(i) + `","type":"function","function":{"name":"click","arguments":` + string(fencedArray) + `}}]}`)
+	}
+	fencedHistory.WriteString(`]}`)
 	var tools strings.Builder
 	tools.WriteString(`{"model":"m","messages":[{"role":"user","content":"go"}],"tools":[`)
 	for i := range 20000 {
@@ -154,6 +164,7 @@ func requestCases() []hostileCase {
 		}, reply: callReply("f", `{"s":"`+strings.Repeat("a", 500<<10)+`"}`)},
 		{name: "40 connections declaring 32 MiB, sending 10 bytes", send: slowDeclared, reply: jsonReply(`{}`)},
 		{name: "history: 1,000 calls to mend (1 MB)", request: func() []byte { return []byte(history.String()) }, reply: jsonReply(`{"choices":[]}`)},
+		{name: "history: 30 fenced 1 MB arrays to mend (31 MB)", request: func() []byte { return []byte(fencedHistory.String()) }, reply: jsonReply(`{"choices":[]}`)},
 		{name: "arguments: 1.1 MB, valid", request: func() []byte {
 			return toolRequest("f", `{"type":"object","properties":{"text":{"type":"string"}}}`)
 		}, reply: callReply("f", `{"text":"`+strings.Repeat("a", 1100<<10)+`"}`)},
