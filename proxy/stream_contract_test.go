@@ -266,38 +266,50 @@ func TestStreamTruncatedCallsAreNotClosed(t *testing.T) {
 	}
 }
 
-// TestInterleavedDeltasCostLinearWork: one large invalid call followed by
+// TestInterleavedDeltasCostLinearWork: one large call followed by
 // thousands of deltas alternating between two other calls re-parsed the
-// held call at every switch (45 s). Bytes allocated for a stream ten times
-// as long (ten times the switches, a held call ten times the size) must
-// grow about ten times, not a hundred.
+// large call at every switch (45 s), whether it was invalid or valid but
+// unable to go out as sent (numbered from 1, so it must be renumbered).
+// Bytes allocated for a stream ten times as long (ten times the switches,
+// a held call ten times the size) must grow about ten times, not a hundred.
 func TestInterleavedDeltasCostLinearWork(t *testing.T) {
-	stream := func(n int) string {
-		var b strings.Builder
-		// The held call grows with the stream, as in a real reply.
-		b.WriteString(chunk(callStart(0, 0, "call_big", "click")) + chunk(argsDelta(0, 0, `{"element":"`+strings.Repeat("x", 100*n)+`"}`)))
-		b.WriteString(chunk(callStart(0, 1, "call_1", "click")) + chunk(callStart(0, 2, "call_2", "click")))
-		for range n {
-			b.WriteString(chunk(argsDelta(0, 1, " ")) + chunk(argsDelta(0, 2, " ")))
-		}
-		b.WriteString(chunk(finish(0, "tool_calls")) + done)
-		return b.String()
-	}
-	allocated := func(n int) uint64 {
-		up := newUpstream(t, sseReply(stream(n)))
-		srv, _ := guard(t, up, func(c *policy.Config) { c.MaxReasks = 0 })
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
-		runtime.ReadMemStats(&after)
-		if !strings.Contains(string(body), "tool_call_invalid") {
-			t.Fatalf("%d deltas: no failure: %.300s", n, body)
-		}
-		return after.TotalAlloc - before.TotalAlloc
-	}
-	small, large := allocated(200), allocated(2000)
-	t.Logf("200 switches: %d bytes allocated; 2,000: %d (%.1fx)", small, large, float64(large)/float64(small))
-	if large > 25*small {
-		t.Errorf("10x the deltas allocated %.1fx the bytes", float64(large)/float64(small))
+	for _, tt := range []struct{ name, big string }{
+		{name: "large invalid call", big: `{"element":"%s"}`},
+		{name: "large valid call numbered from 1", big: `{"selector":"%s"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			first := 0
+			if strings.Contains(tt.name, "from 1") {
+				first = 1
+			}
+			stream := func(n int) string {
+				var b strings.Builder
+				// The held call grows with the stream, as in a real reply.
+				b.WriteString(chunk(callStart(0, first, "call_big", "click")) + chunk(argsDelta(0, first, fmt.Sprintf(tt.big, strings.Repeat("x", 100*n)))))
+				b.WriteString(chunk(callStart(0, first+1, "call_1", "click")) + chunk(callStart(0, first+2, "call_2", "click")))
+				for range n {
+					b.WriteString(chunk(argsDelta(0, first+1, " ")) + chunk(argsDelta(0, first+2, " ")))
+				}
+				b.WriteString(chunk(finish(0, "tool_calls")) + done)
+				return b.String()
+			}
+			allocated := func(n int) uint64 {
+				up := newUpstream(t, sseReply(stream(n)))
+				srv, _ := guard(t, up, func(c *policy.Config) { c.MaxReasks = 0 })
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
+				runtime.ReadMemStats(&after)
+				if !strings.Contains(string(body), "tool_call_invalid") {
+					t.Fatalf("%d deltas: no failure: %.300s", n, body)
+				}
+				return after.TotalAlloc - before.TotalAlloc
+			}
+			small, large := allocated(200), allocated(2000)
+			t.Logf("200 switches: %d bytes allocated; 2,000: %d (%.1fx)", small, large, float64(large)/float64(small))
+			if large > 25*small {
+				t.Errorf("10x the deltas allocated %.1fx the bytes", float64(large)/float64(small))
+			}
+		})
 	}
 }

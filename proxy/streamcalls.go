@@ -58,9 +58,10 @@ type partialCall struct {
 	released  bool
 	// synthesize: the call cannot go out as its events (see streamChoice).
 	synthesize bool
-	// earlyFailed: the call was not valid when a later call started, so it
-	// is not checked again before its choice ends.
-	earlyFailed bool
+	// waits: the call could not go out when a later call started (it was
+	// not valid yet, or not as its own events), so it is not checked again
+	// before its choice ends.
+	waits bool
 }
 
 func (r *streamReader) choice(idx int64) *streamChoice {
@@ -210,19 +211,22 @@ func (r *streamReader) releaseReady(sc *streamChoice, next int64) {
 		if p.released {
 			continue
 		}
-		if idx == next || p.earlyFailed {
+		if idx == next || p.waits {
 			return
 		}
-		// Each call is checked here at most once while it is invalid, so
+		// Each call is checked here at most once unless it goes out, so
 		// interleaved deltas cannot make the work grow with their number
 		// times the size of a held call.
 		c := r.ex.check(gjson.Parse(p.object(sc.legacy)), sc.legacy, 0, false)
 		if !c.valid() || c.changed() || c.unchecked {
-			p.earlyFailed = true
+			p.waits = true
 			return
 		}
 		if !sc.synthesize {
 			if !r.releaseHeld(sc, p, c) {
+				// What stops it (its index, its events shared with
+				// another call's) lasts until the choice ends.
+				p.waits = true
 				return
 			}
 			continue
