@@ -91,8 +91,12 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 	idx := forced
 	if idx < 0 {
 		switch i := d.Get("index"); {
-		case i.Exists():
-			idx = i.Int()
+		case i.Type != gjson.Null: // null: read as missing
+			var ok bool
+			if idx, ok = plainIndex(i); !ok {
+				r.fail(malformedReply(fmt.Errorf("a tool-call index is %s, not a non-negative integer", clipString(i.Raw, 32))), nil)
+				return nil
+			}
 		case sc.last >= 0:
 			idx = sc.last
 			if id := d.Get("id").String(); id != "" && sc.partials[idx].id != "" && sc.partials[idx].id != id {
@@ -121,7 +125,7 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 		sc.order = append(sc.order, idx)
 	}
 	sc.last = idx
-	if forced < 0 && !d.Get("index").Exists() {
+	if forced < 0 && d.Get("index").Type == gjson.Null {
 		// Where toolguard guessed the index, clients guess too, maybe
 		// otherwise: the call goes out renumbered, not as sent.
 		p.synthesize = true
@@ -133,9 +137,24 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 	if id := d.Get("id").String(); id != "" && p.id == "" {
 		p.id = id
 	}
-	if n := fn.Get("name"); n.Type == gjson.String && n.Str != p.name {
-		// Some servers repeat the name in every delta; others split it.
-		p.name += n.Str
+	switch n := fn.Get("name"); {
+	case n.Type == gjson.Null:
+	case n.Type != gjson.String:
+		r.fail(malformedReply(fmt.Errorf("the name of call %q is not a string", clipString(p.id, 64))), nil)
+		return p
+	case n.Str == "":
+	default:
+		if p.name != "" {
+			// Some servers repeat the name in every delta; others split
+			// it. Clients read a name sent twice each their way:
+			// openai-node keeps the last, openai-python and openai-go
+			// join them. The call goes out named once, as toolguard read
+			// it.
+			p.synthesize = true
+		}
+		if n.Str != p.name {
+			p.name += n.Str
+		}
 	}
 	a := fn.Get("arguments")
 	if !a.Exists() {
