@@ -106,13 +106,16 @@ func (r *streamReader) step() {
 			Msg: "the upstream's stream ended before data: [DONE]"}, nil)
 		return
 	}
-	n, err := r.up.Read(r.scratch)
-	r.split.feed(r.scratch[:n])
 	if int64(r.split.buffered()) > r.ex.h.cfg.MaxResponseBytes {
+		// Every whole event has been handled: what is left is part of
+		// one. (Checked before reading, not after: one read can bring
+		// many small events.)
 		r.fail(&apiError{Type: "upstream_error", Code: "upstream_event_too_large",
 			Msg: "an upstream event is larger than TOOLGUARD_MAX_RESPONSE_BYTES"}, nil)
 		return
 	}
+	n, err := r.up.Read(r.scratch)
+	r.split.feed(r.scratch[:n])
 	switch {
 	case err == io.EOF:
 		r.eof = true
@@ -332,7 +335,7 @@ func (r *streamReader) handle(ev []byte) {
 	}
 	if r.total > r.ex.h.cfg.MaxResponseBytes {
 		r.fail(&apiError{Type: "upstream_error", Code: "upstream_response_too_large",
-			Msg: "the streamed tool calls are larger than TOOLGUARD_MAX_RESPONSE_BYTES"}, nil)
+			Msg: "the stream's content and tool calls held are larger than TOOLGUARD_MAX_RESPONSE_BYTES"}, nil)
 		return
 	}
 	switch {

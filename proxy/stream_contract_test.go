@@ -313,3 +313,66 @@ func TestInterleavedDeltasCostLinearWork(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamHeldEventsAreBounded: the events held with a call count toward
+// TOOLGUARD_MAX_RESPONSE_BYTES, not only its arguments: a call whose
+// one-byte fragments come in events padded with vendor fields ends the
+// stream with an error event once what is held passes the limit, and the
+// call never reaches the client. The same stream under a higher limit goes
+// out as sent.
+func TestStreamHeldEventsAreBounded(t *testing.T) {
+	pad := `"x_vendor":"` + strings.Repeat("p", 200) + `"`
+	var b strings.Builder
+	b.WriteString(openAIChunk(0, `{"role":"assistant","content":null}`, ""))
+	b.WriteString(openAIChunk(0, `{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_current_weather","arguments":""}}]}`, ""))
+	args := `{"location":"` + strings.Repeat("a", 100) + `"}`
+	for _, c := range args {
+		b.WriteString(openAIChunk(0, `{"tool_calls":[{"index":0,"function":{"arguments":`+quote(string(c))+`},`+pad+`}]}`, ""))
+	}
+	b.WriteString(openAIChunk(0, `{}`, "tool_calls") + done)
+	stream := b.String()
+	for _, tt := range []struct {
+		limit int64
+		fails bool
+	}{{limit: 16 << 10, fails: true}, {limit: 1 << 20}} {
+		t.Run(fmt.Sprint(tt.limit), func(t *testing.T) {
+			up := newUpstream(t, sseReply(stream))
+			srv, _ := guard(t, up, func(c *policy.Config) { c.MaxResponseBytes = tt.limit })
+			_, body := post(t, srv, "/v1/chat/completions", `{"model":"m","stream":true,"messages":[],"tools":`+weatherTools+`}`)
+			a := assemble(t, body)
+			if !tt.fails {
+				if got := outcomeComment.ReplaceAllString(string(body), ""); got != stream {
+					t.Errorf("stream under the limit changed:\n%.500s", got)
+				}
+				return
+			}
+			if gjson.Get(a.Error, "code").String() != "upstream_response_too_large" || len(a.Calls[0]) != 0 || a.Done {
+				t.Errorf("calls %q, error %s, done %v", a.Calls[0], a.Error, a.Done)
+			}
+			if len(body) > int(tt.limit) {
+				t.Errorf("%d bytes reached the client, more than the limit", len(body))
+			}
+		})
+	}
+}
+
+// TestStreamEventPastTheLimit: one event larger than
+// TOOLGUARD_MAX_RESPONSE_BYTES ends the stream with its own error, while
+// many small events that one network read brings together do not.
+func TestStreamEventPastTheLimit(t *testing.T) {
+	small := strings.Repeat(chunk(textDelta(0, "word ")), 200) // about 25 KB in one write
+	for _, tt := range []struct{ name, stream, code string }{
+		{name: "one large event", stream: chunk(textDelta(0, strings.Repeat("x", 100<<10))) + done, code: "upstream_event_too_large"},
+		{name: "many small events", stream: small + done},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newUpstream(t, sseReply(tt.stream))
+			srv, _ := guard(t, up, func(c *policy.Config) { c.MaxResponseBytes = 16 << 10 })
+			_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
+			a := assemble(t, body)
+			if got := gjson.Get(a.Error, "code").String(); got != tt.code || a.Done != (tt.code == "") {
+				t.Errorf("error %q, want %q; done %v", got, tt.code, a.Done)
+			}
+		})
+	}
+}
