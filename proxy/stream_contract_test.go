@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -296,14 +295,12 @@ func TestInterleavedDeltasCostLinearWork(t *testing.T) {
 			allocated := func(n int) uint64 {
 				up := newUpstream(t, sseReply(stream(n)))
 				srv, _ := guard(t, up, func(c *policy.Config) { c.MaxReasks = 0 })
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
-				runtime.ReadMemStats(&after)
+				var body []byte
+				work := bytesAllocated(func() { _, body = post(t, srv, "/v1/chat/completions", streamRequest("")) })
 				if !strings.Contains(string(body), "tool_call_invalid") {
 					t.Fatalf("%d deltas: no failure: %.300s", n, body)
 				}
-				return after.TotalAlloc - before.TotalAlloc
+				return work
 			}
 			small, large := allocated(200), allocated(2000)
 			t.Logf("200 switches: %d bytes allocated; 2,000: %d (%.1fx)", small, large, float64(large)/float64(small))
