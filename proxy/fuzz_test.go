@@ -130,6 +130,15 @@ func (c *chunkedReader) Read(p []byte) (int, error) {
 
 func FuzzStream(f *testing.F) {
 	seedRecordings(f, func(s string) { f.Add([]byte(s), uint8(13)) })
+	// Streams that clients read differently from one another.
+	ev := func(delta string) string {
+		return `data: {"choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}` + "\n\n"
+	}
+	end := `data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n"
+	valid := ev(`{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"click","arguments":"{\"selector\":\"#a\"}"}}]}`)
+	f.Add([]byte(valid+"\ufeff"+ev(`{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"click","arguments":"{}"}}]}`)+end), uint8(13))
+	f.Add([]byte(ev(`{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"cl","arguments":""}}]}`)+
+		ev(`{"tool_calls":[{"index":0,"function":{"name":"ick","arguments":"{\"selector\":\"#a\"}"}}]}`)+end), uint8(13))
 	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
 			ex := fuzzExchange(t, onFailure)
@@ -146,9 +155,18 @@ func FuzzStream(f *testing.F) {
 
 // checkStreamOut checks what a client would assemble from a stream: every
 // data event is JSON or [DONE], and unless the stream ends in an error event,
-// every tool call released is a valid click call.
+// every tool call released is a valid click call, whether the client joins
+// the parts of a name (openai-python, openai-go) or keeps the last one
+// (openai-node), and whether it drops a byte order mark at the start of a
+// line (openai-node) or not.
 func checkStreamOut(t *testing.T, out []byte) {
-	type acc struct{ name, args string }
+	checkStreamRead(t, out)
+	node := strings.NewReplacer("\n\ufeff", "\n", "\r\ufeff", "\r")
+	checkStreamRead(t, []byte(node.Replace(strings.TrimPrefix(string(out), "\ufeff"))))
+}
+
+func checkStreamRead(t *testing.T, out []byte) {
+	type acc struct{ name, last, args string }
 	calls := map[string]*acc{}
 	failed := false
 	// Events as a client reads them: data lines joined, up to a blank line.
@@ -177,7 +195,11 @@ func checkStreamOut(t *testing.T, out []byte) {
 				if calls[k] == nil {
 					calls[k] = &acc{}
 				}
-				calls[k].name += d.Get("function.name").String()
+				n := d.Get("function.name").String()
+				calls[k].name += n
+				if n != "" {
+					calls[k].last = n
+				}
 				calls[k].args += d.Get("function.arguments").String()
 				return true
 			})
@@ -188,9 +210,11 @@ func checkStreamOut(t *testing.T, out []byte) {
 		return
 	}
 	for k, c := range calls {
-		obj := `{"function":{"name":` + jsonString(c.name) + `,"arguments":` + jsonString(c.args) + `}}`
-		if !validClick(gjson.Parse(obj), false) {
-			t.Fatalf("call %s released invalid: %s(%s)", k, c.name, c.args)
+		for _, name := range []string{c.name, c.last} {
+			obj := `{"function":{"name":` + jsonString(name) + `,"arguments":` + jsonString(c.args) + `}}`
+			if !validClick(gjson.Parse(obj), false) {
+				t.Fatalf("call %s released invalid: %s(%s)", k, name, c.args)
+			}
 		}
 	}
 }

@@ -64,10 +64,11 @@ func (s *sseSplitter) rest() []byte { return s.buf }
 
 // eventData returns the data of an event: its data lines joined by "\n",
 // and whether it had any. Lines end in LF, CRLF or CR; a field is "data"
-// followed by a colon and at most one space, or "data" alone.
+// followed by a colon and at most one space, or "data" alone. The data of
+// an event of one data line, as nearly every event is, is a slice of ev.
 func eventData(ev []byte) ([]byte, bool) {
 	var data []byte
-	found := false
+	lines := 0
 	for len(ev) > 0 {
 		i := bytes.IndexAny(ev, "\r\n")
 		var line []byte
@@ -88,11 +89,15 @@ func eventData(ev []byte) ([]byte, bool) {
 		default:
 			continue
 		}
-		if found {
-			data = append(data, '\n')
+		switch lines {
+		case 0:
+			data = v[:len(v):len(v)] // appending to it must not write into ev
+		case 1:
+			data = append(append(append([]byte(nil), data...), '\n'), v...)
+		default:
+			data = append(append(data, '\n'), v...)
 		}
-		data = append(data, v...)
-		found = true
+		lines++
 	}
-	return data, found
+	return data, lines > 0
 }

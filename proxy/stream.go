@@ -44,7 +44,6 @@ type streamReader struct {
 	total    int64 // bytes of tool-call arguments and content held
 	// tooManyCalls is set when a choice starts more calls than are held.
 	tooManyCalls bool
-	started      bool // the first event was seen
 }
 
 var _ io.ReadCloser = (*streamReader)(nil)
@@ -107,13 +106,16 @@ func (r *streamReader) step() {
 			Msg: "the upstream's stream ended before data: [DONE]"}, nil)
 		return
 	}
-	n, err := r.up.Read(r.scratch)
-	r.split.feed(r.scratch[:n])
 	if int64(r.split.buffered()) > r.ex.h.cfg.MaxResponseBytes {
+		// Every whole event has been handled: what is left is part of
+		// one. (Checked before reading, not after: one read can bring
+		// many small events.)
 		r.fail(&apiError{Type: "upstream_error", Code: "upstream_event_too_large",
 			Msg: "an upstream event is larger than TOOLGUARD_MAX_RESPONSE_BYTES"}, nil)
 		return
 	}
+	n, err := r.up.Read(r.scratch)
+	r.split.feed(r.scratch[:n])
 	switch {
 	case err == io.EOF:
 		r.eof = true
@@ -150,15 +152,14 @@ func mayWait(ev []byte) bool {
 
 // handle acts on one whole event.
 func (r *streamReader) handle(ev []byte) {
-	if !r.started {
-		r.started = true
-		if bytes.HasPrefix(ev, []byte("\xef\xbb\xbf")) {
-			// The SSE decoder of the specification drops it; not every
-			// client does, so toolguard cannot know what a client reads.
-			r.fail(&apiError{Type: "upstream_error", Code: "upstream_invalid_event",
-				Msg: "the upstream's stream starts with a byte order mark, which clients read differently"}, nil)
-			return
-		}
+	if bomAtLineStart(ev) {
+		// The specification's decoder drops one at the start of the
+		// stream, openai-node's at the start of every line, openai-python
+		// and openai-go nowhere: a line such as "\ufeffdata: ..." is data
+		// to some clients and an unknown field to others.
+		r.fail(&apiError{Type: "upstream_error", Code: "upstream_invalid_event",
+			Msg: "a line of the upstream's stream starts with a byte order mark, which clients read differently"}, nil)
+		return
 	}
 	data, ok := eventData(ev)
 	if !ok {
@@ -212,10 +213,14 @@ func (r *streamReader) handle(ev []byte) {
 		pos++
 		var idx int64
 		var delta, fr gjson.Result
+		hasIndex, badIndex := false, false
 		c.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "index":
-				idx = v.Int()
+				if v.Type != gjson.Null { // null: read as missing
+					idx, hasIndex = plainIndex(v)
+					badIndex = !hasIndex
+				}
 			case "delta":
 				delta = v
 			case "finish_reason":
@@ -223,6 +228,10 @@ func (r *streamReader) handle(ev []byte) {
 			}
 			return true
 		})
+		if badIndex {
+			r.fail(malformedReply(fmt.Errorf("choices[%d].index is not a non-negative integer", pos-1)), nil)
+			return false
+		}
 		if r.choices[idx] == nil && len(r.choices) >= maxStreamChoices {
 			r.fail(&apiError{Type: "upstream_error", Code: "upstream_stream_too_large",
 				Msg: "the upstream's stream has more than " + strconv.Itoa(maxStreamChoices) + " choices"}, nil)
@@ -283,10 +292,11 @@ func (r *streamReader) handle(ev []byte) {
 		}
 		finishing := fr.Exists() && fr.Type != gjson.Null
 		// An event that carries deltas of one call only, in a chunk of one
-		// choice and not ending it, is held whole with that call: if the
-		// call turns out valid as received, its events go out as the
-		// upstream sent them.
-		if p := onlyCall(touched); p != nil && nChoices == 1 && !finishing && !p.synthesize && !p.released && !sc.synthesize {
+		// choice that says its index and does not end it, is held whole
+		// with that call: if the call turns out valid as received, its
+		// events go out as the upstream sent them. (Without an index,
+		// toolguard reads choice 0 and openai-node a choice "undefined".)
+		if p := onlyCall(touched); p != nil && nChoices == 1 && hasIndex && !finishing && !p.synthesize && !p.released && !sc.synthesize {
 			sc.held = append(sc.held, heldEvent{ev: append([]byte(nil), ev...), call: p})
 			r.total += int64(len(ev))
 			held = true
@@ -325,7 +335,7 @@ func (r *streamReader) handle(ev []byte) {
 	}
 	if r.total > r.ex.h.cfg.MaxResponseBytes {
 		r.fail(&apiError{Type: "upstream_error", Code: "upstream_response_too_large",
-			Msg: "the streamed tool calls are larger than TOOLGUARD_MAX_RESPONSE_BYTES"}, nil)
+			Msg: "the stream's content and tool calls held are larger than TOOLGUARD_MAX_RESPONSE_BYTES"}, nil)
 		return
 	}
 	switch {
@@ -349,6 +359,36 @@ func onlyCall(touched []*partialCall) *partialCall {
 		}
 	}
 	return touched[0]
+}
+
+// plainIndex returns an index written as every client reads it: a JSON
+// number of digits only. Others are read differently: openai-node files a
+// call or a choice by the index as a property name ("00" apart from 0),
+// openai-python refuses what is not an integer (1.0), gjson reads "00" as 0.
+func plainIndex(v gjson.Result) (int64, bool) {
+	if v.Type != gjson.Number {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v.Raw, 10, 64)
+	return n, err == nil && n >= 0
+}
+
+var bom = []byte("\xef\xbb\xbf")
+
+// bomAtLineStart reports whether a line of an event starts with a UTF-8
+// byte order mark.
+func bomAtLineStart(ev []byte) bool {
+	for at := 0; ; {
+		i := bytes.Index(ev[at:], bom)
+		if i < 0 {
+			return false
+		}
+		i += at
+		if i == 0 || ev[i-1] == '\n' || ev[i-1] == '\r' {
+			return true
+		}
+		at = i + len(bom)
+	}
 }
 
 func isEmptyArray(raw string) bool {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -266,38 +265,111 @@ func TestStreamTruncatedCallsAreNotClosed(t *testing.T) {
 	}
 }
 
-// TestInterleavedDeltasCostLinearWork: one large invalid call followed by
+// TestInterleavedDeltasCostLinearWork: one large call followed by
 // thousands of deltas alternating between two other calls re-parsed the
-// held call at every switch (45 s). Bytes allocated for a stream ten times
-// as long (ten times the switches, a held call ten times the size) must
-// grow about ten times, not a hundred.
+// large call at every switch (45 s), whether it was invalid or valid but
+// unable to go out as sent (numbered from 1, so it must be renumbered).
+// Bytes allocated for a stream ten times as long (ten times the switches,
+// a held call ten times the size) must grow about ten times, not a hundred.
 func TestInterleavedDeltasCostLinearWork(t *testing.T) {
-	stream := func(n int) string {
-		var b strings.Builder
-		// The held call grows with the stream, as in a real reply.
-		b.WriteString(chunk(callStart(0, 0, "call_big", "click")) + chunk(argsDelta(0, 0, `{"element":"`+strings.Repeat("x", 100*n)+`"}`)))
-		b.WriteString(chunk(callStart(0, 1, "call_1", "click")) + chunk(callStart(0, 2, "call_2", "click")))
-		for range n {
-			b.WriteString(chunk(argsDelta(0, 1, " ")) + chunk(argsDelta(0, 2, " ")))
-		}
-		b.WriteString(chunk(finish(0, "tool_calls")) + done)
-		return b.String()
+	for _, tt := range []struct{ name, big string }{
+		{name: "large invalid call", big: `{"element":"%s"}`},
+		{name: "large valid call numbered from 1", big: `{"selector":"%s"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			first := 0
+			if strings.Contains(tt.name, "from 1") {
+				first = 1
+			}
+			stream := func(n int) string {
+				var b strings.Builder
+				// The held call grows with the stream, as in a real reply.
+				b.WriteString(chunk(callStart(0, first, "call_big", "click")) + chunk(argsDelta(0, first, fmt.Sprintf(tt.big, strings.Repeat("x", 100*n)))))
+				b.WriteString(chunk(callStart(0, first+1, "call_1", "click")) + chunk(callStart(0, first+2, "call_2", "click")))
+				for range n {
+					b.WriteString(chunk(argsDelta(0, first+1, " ")) + chunk(argsDelta(0, first+2, " ")))
+				}
+				b.WriteString(chunk(finish(0, "tool_calls")) + done)
+				return b.String()
+			}
+			allocated := func(n int) uint64 {
+				up := newUpstream(t, sseReply(stream(n)))
+				srv, _ := guard(t, up, func(c *policy.Config) { c.MaxReasks = 0 })
+				var body []byte
+				work := bytesAllocated(func() { _, body = post(t, srv, "/v1/chat/completions", streamRequest("")) })
+				if !strings.Contains(string(body), "tool_call_invalid") {
+					t.Fatalf("%d deltas: no failure: %.300s", n, body)
+				}
+				return work
+			}
+			small, large := allocated(200), allocated(2000)
+			t.Logf("200 switches: %d bytes allocated; 2,000: %d (%.1fx)", small, large, float64(large)/float64(small))
+			if large > 25*small {
+				t.Errorf("10x the deltas allocated %.1fx the bytes", float64(large)/float64(small))
+			}
+		})
 	}
-	allocated := func(n int) uint64 {
-		up := newUpstream(t, sseReply(stream(n)))
-		srv, _ := guard(t, up, func(c *policy.Config) { c.MaxReasks = 0 })
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
-		runtime.ReadMemStats(&after)
-		if !strings.Contains(string(body), "tool_call_invalid") {
-			t.Fatalf("%d deltas: no failure: %.300s", n, body)
-		}
-		return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestStreamHeldEventsAreBounded: the events held with a call count toward
+// TOOLGUARD_MAX_RESPONSE_BYTES, not only its arguments: a call whose
+// one-byte fragments come in events padded with vendor fields ends the
+// stream with an error event once what is held passes the limit, and the
+// call never reaches the client. The same stream under a higher limit goes
+// out as sent.
+func TestStreamHeldEventsAreBounded(t *testing.T) {
+	pad := `"x_vendor":"` + strings.Repeat("p", 200) + `"`
+	var b strings.Builder
+	b.WriteString(openAIChunk(0, `{"role":"assistant","content":null}`, ""))
+	b.WriteString(openAIChunk(0, `{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_current_weather","arguments":""}}]}`, ""))
+	args := `{"location":"` + strings.Repeat("a", 100) + `"}`
+	for _, c := range args {
+		b.WriteString(openAIChunk(0, `{"tool_calls":[{"index":0,"function":{"arguments":`+quote(string(c))+`},`+pad+`}]}`, ""))
 	}
-	small, large := allocated(200), allocated(2000)
-	t.Logf("200 switches: %d bytes allocated; 2,000: %d (%.1fx)", small, large, float64(large)/float64(small))
-	if large > 25*small {
-		t.Errorf("10x the deltas allocated %.1fx the bytes", float64(large)/float64(small))
+	b.WriteString(openAIChunk(0, `{}`, "tool_calls") + done)
+	stream := b.String()
+	for _, tt := range []struct {
+		limit int64
+		fails bool
+	}{{limit: 16 << 10, fails: true}, {limit: 1 << 20}} {
+		t.Run(fmt.Sprint(tt.limit), func(t *testing.T) {
+			up := newUpstream(t, sseReply(stream))
+			srv, _ := guard(t, up, func(c *policy.Config) { c.MaxResponseBytes = tt.limit })
+			_, body := post(t, srv, "/v1/chat/completions", `{"model":"m","stream":true,"messages":[],"tools":`+weatherTools+`}`)
+			a := assemble(t, body)
+			if !tt.fails {
+				if got := outcomeComment.ReplaceAllString(string(body), ""); got != stream {
+					t.Errorf("stream under the limit changed:\n%.500s", got)
+				}
+				return
+			}
+			if gjson.Get(a.Error, "code").String() != "upstream_response_too_large" || len(a.Calls[0]) != 0 || a.Done {
+				t.Errorf("calls %q, error %s, done %v", a.Calls[0], a.Error, a.Done)
+			}
+			if len(body) > int(tt.limit) {
+				t.Errorf("%d bytes reached the client, more than the limit", len(body))
+			}
+		})
+	}
+}
+
+// TestStreamEventPastTheLimit: one event larger than
+// TOOLGUARD_MAX_RESPONSE_BYTES ends the stream with its own error, while
+// many small events that one network read brings together do not.
+func TestStreamEventPastTheLimit(t *testing.T) {
+	small := strings.Repeat(chunk(textDelta(0, "word ")), 200) // about 25 KB in one write
+	for _, tt := range []struct{ name, stream, code string }{
+		{name: "one large event", stream: chunk(textDelta(0, strings.Repeat("x", 100<<10))) + done, code: "upstream_event_too_large"},
+		{name: "many small events", stream: small + done},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newUpstream(t, sseReply(tt.stream))
+			srv, _ := guard(t, up, func(c *policy.Config) { c.MaxResponseBytes = 16 << 10 })
+			_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
+			a := assemble(t, body)
+			if got := gjson.Get(a.Error, "code").String(); got != tt.code || a.Done != (tt.code == "") {
+				t.Errorf("error %q, want %q; done %v", got, tt.code, a.Done)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -144,6 +145,16 @@ func assemble(t *testing.T, body []byte) assembled {
 		}
 	}
 	return a
+}
+
+// bytesAllocated is the number of bytes the process allocated while f ran:
+// work measured in a unit that does not depend on the machine.
+func bytesAllocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
 
 func streamRequest(extra string) string {

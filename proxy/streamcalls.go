@@ -58,9 +58,10 @@ type partialCall struct {
 	released  bool
 	// synthesize: the call cannot go out as its events (see streamChoice).
 	synthesize bool
-	// earlyFailed: the call was not valid when a later call started, so it
-	// is not checked again before its choice ends.
-	earlyFailed bool
+	// waits: the call could not go out when a later call started (it was
+	// not valid yet, or not as its own events), so it is not checked again
+	// before its choice ends.
+	waits bool
 }
 
 func (r *streamReader) choice(idx int64) *streamChoice {
@@ -90,8 +91,12 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 	idx := forced
 	if idx < 0 {
 		switch i := d.Get("index"); {
-		case i.Exists():
-			idx = i.Int()
+		case i.Type != gjson.Null: // null: read as missing
+			var ok bool
+			if idx, ok = plainIndex(i); !ok {
+				r.fail(malformedReply(fmt.Errorf("a tool-call index is %s, not a non-negative integer", clipString(i.Raw, 32))), nil)
+				return nil
+			}
 		case sc.last >= 0:
 			idx = sc.last
 			if id := d.Get("id").String(); id != "" && sc.partials[idx].id != "" && sc.partials[idx].id != id {
@@ -120,7 +125,7 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 		sc.order = append(sc.order, idx)
 	}
 	sc.last = idx
-	if forced < 0 && !d.Get("index").Exists() {
+	if forced < 0 && d.Get("index").Type == gjson.Null {
 		// Where toolguard guessed the index, clients guess too, maybe
 		// otherwise: the call goes out renumbered, not as sent.
 		p.synthesize = true
@@ -132,9 +137,24 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 	if id := d.Get("id").String(); id != "" && p.id == "" {
 		p.id = id
 	}
-	if n := fn.Get("name"); n.Type == gjson.String && n.Str != p.name {
-		// Some servers repeat the name in every delta; others split it.
-		p.name += n.Str
+	switch n := fn.Get("name"); {
+	case n.Type == gjson.Null:
+	case n.Type != gjson.String:
+		r.fail(malformedReply(fmt.Errorf("the name of call %q is not a string", clipString(p.id, 64))), nil)
+		return p
+	case n.Str == "":
+	default:
+		if p.name != "" {
+			// Some servers repeat the name in every delta; others split
+			// it. Clients read a name sent twice each their way:
+			// openai-node keeps the last, openai-python and openai-go
+			// join them. The call goes out named once, as toolguard read
+			// it.
+			p.synthesize = true
+		}
+		if n.Str != p.name {
+			p.name += n.Str
+		}
 	}
 	a := fn.Get("arguments")
 	if !a.Exists() {
@@ -210,19 +230,22 @@ func (r *streamReader) releaseReady(sc *streamChoice, next int64) {
 		if p.released {
 			continue
 		}
-		if idx == next || p.earlyFailed {
+		if idx == next || p.waits {
 			return
 		}
-		// Each call is checked here at most once while it is invalid, so
+		// Each call is checked here at most once unless it goes out, so
 		// interleaved deltas cannot make the work grow with their number
 		// times the size of a held call.
 		c := r.ex.check(gjson.Parse(p.object(sc.legacy)), sc.legacy, 0, false)
 		if !c.valid() || c.changed() || c.unchecked {
-			p.earlyFailed = true
+			p.waits = true
 			return
 		}
 		if !sc.synthesize {
 			if !r.releaseHeld(sc, p, c) {
+				// What stops it (its index, its events shared with
+				// another call's) lasts until the choice ends.
+				p.waits = true
 				return
 			}
 			continue
