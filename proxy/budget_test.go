@@ -202,3 +202,35 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// TestDeepEnumComparisonsAreCounted: the validator compares a value with
+// every enum entry member by member, numbers as exact rationals; an enum of
+// 60 objects of 400 numbers cost 3.6 s for 216 array items while the budget
+// counted one step per entry. Each nested value of an enum now counts, so
+// 20 items are over the budget: the call passes unchecked, without a re-ask.
+func TestDeepEnumComparisonsAreCounted(t *testing.T) {
+	var keys []string
+	for i := range 400 {
+		keys = append(keys, fmt.Sprintf(`"k%d":%d`, i, i))
+	}
+	obj := "{" + strings.Join(keys, ",") + "}"
+	var entries []string
+	for i := range 60 {
+		entries = append(entries, strings.Replace(obj, `"k399":399`, fmt.Sprintf(`"k399":%d`, 1000+i), 1))
+	}
+	schema := `{"type":"object","properties":{"a":{"type":"array","items":{"enum":[` + strings.Join(entries, ",") + `]}}}}`
+	args := `{"a":[` + strings.TrimSuffix(strings.Repeat(obj+",", 20), ",") + `]}`
+	call := toolReply(`{"total_tokens":1}`, namedCall("c1", "f", args))
+	up := newUpstream(t, reply{Body: call}, reply{Body: call}, reply{Body: call})
+	srv, _ := guard(t, up, nil)
+	resp, body := post(t, srv, "/v1/chat/completions", toolRequest("f", schema))
+	if resp.StatusCode != 200 || string(body) != call {
+		t.Fatalf("status %d body %.300s", resp.StatusCode, body)
+	}
+	if got := header(resp, "X-Toolguard-Outcome"); got != "unchecked" {
+		t.Errorf("outcome %q, want unchecked", got)
+	}
+	if n := len(up.requests()); n != 1 {
+		t.Errorf("%d upstream requests, want 1", n)
+	}
+}
