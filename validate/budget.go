@@ -70,7 +70,7 @@ func (s *Schema) cost(v any, max int) (int, error) {
 // resolved. It is built once per schema, at compile time.
 type plan struct {
 	inPlace    []*plan // $ref, allOf, anyOf, oneOf, not, if, then, else
-	compare    int // steps of comparing a value with enum and const
+	compare    int     // steps of comparing a value with enum and const
 	pattern    *compiledPattern
 	props      map[string]*plan
 	patProps   []patternPlan
