@@ -126,6 +126,15 @@ func requestCases() []hostileCase {
 		history.WriteString(`,{"role":"assistant","content":null,"tool_calls":[{"id":"c` + id + `","type":"function","function":{"name":"click","arguments":{"selector":"#` + id + `"}}}]},{"role":"tool","tool_call_id":"c` + id + `","content":"` + strings.Repeat("x", 900) + `"}`)
 	}
 	history.WriteString(`]}`)
+	var numberKeys []string
+	for i := range 400 {
+		numberKeys = append(numberKeys, fmt.Sprintf(`"k%d":%d`, i, i))
+	}
+	numberObject := "{" + strings.Join(numberKeys, ",") + "}"
+	var enumObjects []string
+	for i := range 60 {
+		enumObjects = append(enumObjects, strings.Replace(numberObject, `"k399":399`, fmt.Sprintf(`"k399":%d`, 1000+i), 1))
+	}
 	return []hostileCase{
 		{name: "schema: references fanning out 20 levels", request: func() []byte { return toolRequest("f", fanOut(20)) }, reply: callReply("f", `{"a":5}`)},
 		{name: "schema: enum errors for 20 x 500 values", request: func() []byte {
@@ -140,6 +149,12 @@ func requestCases() []hostileCase {
 		{name: "pattern: (\\p{L}|\\p{N}){500}z on 500 KB", request: func() []byte {
 			return toolRequest("f", `{"type":"object","properties":{"s":{"type":"string","pattern":"(\\p{L}|\\p{N}){500}z"}}}`)
 		}, reply: callReply("f", `{"s":"`+strings.Repeat("a", 500<<10)+`"}`)},
+		{name: "schema: 80,000 empty subschemas", request: func() []byte {
+			return toolRequest("f", `{"type":"object","allOf":[`+strings.TrimSuffix(strings.Repeat(`{},`, 80_000), ",")+`]}`)
+		}, reply: callReply("f", `{"a":5}`)},
+		{name: "schema: enum of 60 objects of 400 numbers, 216 items", request: func() []byte {
+			return toolRequest("f", `{"type":"object","properties":{"a":{"type":"array","items":{"enum":[`+strings.Join(enumObjects, ",")+`]}}}}`)
+		}, reply: callReply("f", `{"a":[`+strings.TrimSuffix(strings.Repeat(numberObject+",", 216), ",")+`]}`)},
 		{name: "40 connections declaring 32 MiB, sending 10 bytes", send: slowDeclared, reply: jsonReply(`{}`)},
 		{name: "history: 1,000 calls to mend (1 MB)", request: func() []byte { return []byte(history.String()) }, reply: jsonReply(`{"choices":[]}`)},
 		{name: "arguments: 1.1 MB, valid", request: func() []byte {
