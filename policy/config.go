@@ -114,7 +114,7 @@ type Config struct {
 
 	SchemaCacheSize int `env:"TOOLGUARD_SCHEMA_CACHE_SIZE" envDefault:"1024"`
 	// SchemaCacheBytes bounds the memory of the compiled schemas cached,
-	// estimated at 64 times a schema's bytes.
+	// each estimated from its subschemas, values and bytes.
 	SchemaCacheBytes int64 `env:"TOOLGUARD_SCHEMA_CACHE_BYTES" envDefault:"268435456"`
 
 	LogFormat string `env:"TOOLGUARD_LOG_FORMAT" envDefault:"json"`
@@ -344,7 +344,7 @@ func (c Config) problems() []problem {
 		bad("TOOLGUARD_SCHEMA_CACHE_SIZE", "%d is out of range: 1 to 1000000", c.SchemaCacheSize)
 	}
 	if c.SchemaCacheBytes < 16<<20 {
-		bad("TOOLGUARD_SCHEMA_CACHE_BYTES", "%d is too small: at least 16777216 (16 MiB), the estimate for one schema of the largest size", c.SchemaCacheBytes)
+		bad("TOOLGUARD_SCHEMA_CACHE_BYTES", "%d is too small: at least 16777216 (16 MiB), twice the estimate for one schema of the largest size", c.SchemaCacheBytes)
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		bad("TOOLGUARD_LOG_FORMAT", "%q is not one of json, text", c.LogFormat)

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -30,8 +31,8 @@ func namedCall(id, name, args string) string {
 
 // TestExponentialSchemaCallIsUnchecked: a 1.5 KB schema whose references fan
 // out took 127 s and 7.8 GB to validate {"a":5}. Its call now passes as a
-// JSON object, reported unchecked (header, log), after no more than the work
-// budget, and without a re-ask.
+// JSON object, reported unchecked (header, log), without a re-ask: its
+// expanded size is over the limit, so it is not even compiled.
 func TestExponentialSchemaCallIsUnchecked(t *testing.T) {
 	call := toolReply(`{"total_tokens":1}`, namedCall("c1", "f", `{"a":5}`))
 	up := newUpstream(t, reply{Body: call})
@@ -46,8 +47,8 @@ func TestExponentialSchemaCallIsUnchecked(t *testing.T) {
 	if n := len(up.requests()); n != 1 {
 		t.Errorf("%d upstream requests, want 1", n)
 	}
-	if !strings.Contains(logs.String(), "work budget") {
-		t.Errorf("no log line says the call was not checked")
+	if !strings.Contains(logs.String(), "with its references expanded") {
+		t.Errorf("no log line says why the call was not checked:\n%.2000s", logs.String())
 	}
 }
 
@@ -140,6 +141,94 @@ func TestLargeValidArgumentsAreValidated(t *testing.T) {
 	resp, body := post(t, srv, "/v1/chat/completions", toolRequest("f", `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`))
 	if resp.StatusCode != 200 || header(resp, "X-Toolguard-Outcome") != "valid" || string(body) != call {
 		t.Errorf("status %d outcome %q", resp.StatusCode, header(resp, "X-Toolguard-Outcome"))
+	}
+	if n := len(up.requests()); n != 1 {
+		t.Errorf("%d upstream requests, want 1", n)
+	}
+}
+
+// TestManySubschemasAreNotCompiled: the compiler's work is quadratic in the
+// number of subschemas (a 240 KB schema of 80,000 empty ones took more than a
+// minute and 97 MB). A schema over the node limit is not compiled; its call
+// passes as a JSON object, reported unchecked, and the schema cache holds
+// only the failure.
+func TestManySubschemasAreNotCompiled(t *testing.T) {
+	schema := `{"type":"object","allOf":[` + strings.TrimSuffix(strings.Repeat(`{},`, 10_000), ",") + `]}`
+	call := toolReply(`{"total_tokens":1}`, namedCall("c1", "f", `{"a":5}`))
+	up := newUpstream(t, reply{Body: call})
+	srv, logs := guard(t, up, nil)
+	resp, body := post(t, srv, "/v1/chat/completions", toolRequest("f", schema))
+	if resp.StatusCode != 200 || string(body) != call {
+		t.Fatalf("status %d body %.300s", resp.StatusCode, body)
+	}
+	if got := header(resp, "X-Toolguard-Outcome"); got != "unchecked" {
+		t.Errorf("outcome %q, want unchecked", got)
+	}
+	if !strings.Contains(logs.String(), "more than 3000 objects and arrays") {
+		t.Errorf("no log line says why the schema was not compiled:\n%.2000s", logs.String())
+	}
+}
+
+// TestSchemaCacheIsBoundedByCompiledSize: a schema's compiled size follows
+// its subschemas, not its bytes (9 KB of 2,900 empty subschemas holds
+// 3.6 MB compiled, where the cache used to count 64 times its bytes). Twenty
+// such schemas against a cache of 16 MiB leave the heap grown by no more than
+// twice that, measured with runtime.MemStats.
+func TestSchemaCacheIsBoundedByCompiledSize(t *testing.T) {
+	const cacheBytes = 16 << 20
+	call := toolReply(`{"total_tokens":1}`, namedCall("c1", "f", `{"a":5}`))
+	var replies []reply
+	for range 20 {
+		replies = append(replies, reply{Body: call})
+	}
+	up := newUpstream(t, replies...)
+	srv, _ := guard(t, up, func(c *policy.Config) { c.SchemaCacheBytes = cacheBytes })
+	before := liveHeap()
+	for i := range 20 {
+		schema := fmt.Sprintf(`{"type":"object","description":"%d","allOf":[`, i) + strings.TrimSuffix(strings.Repeat(`{},`, 2_900), ",") + `]}`
+		resp, _ := post(t, srv, "/v1/chat/completions", toolRequest("f", schema))
+		if got := header(resp, "X-Toolguard-Outcome"); resp.StatusCode != 200 || got != "valid" {
+			t.Fatalf("schema %d: status %d, outcome %q", i, resp.StatusCode, got)
+		}
+	}
+	if grown := int64(liveHeap()) - int64(before); grown > 2*cacheBytes {
+		t.Errorf("the heap grew by %d bytes for a schema cache of %d", grown, cacheBytes)
+	}
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestDeepEnumComparisonsAreCounted: the validator compares a value with
+// every enum entry member by member, numbers as exact rationals; an enum of
+// 60 objects of 400 numbers cost 3.6 s for 216 array items while the budget
+// counted one step per entry. Each nested value of an enum now counts, so
+// 20 items are over the budget: the call passes unchecked, without a re-ask.
+func TestDeepEnumComparisonsAreCounted(t *testing.T) {
+	var keys []string
+	for i := range 400 {
+		keys = append(keys, fmt.Sprintf(`"k%d":%d`, i, i))
+	}
+	obj := "{" + strings.Join(keys, ",") + "}"
+	var entries []string
+	for i := range 60 {
+		entries = append(entries, strings.Replace(obj, `"k399":399`, fmt.Sprintf(`"k399":%d`, 1000+i), 1))
+	}
+	schema := `{"type":"object","properties":{"a":{"type":"array","items":{"enum":[` + strings.Join(entries, ",") + `]}}}}`
+	args := `{"a":[` + strings.TrimSuffix(strings.Repeat(obj+",", 20), ",") + `]}`
+	call := toolReply(`{"total_tokens":1}`, namedCall("c1", "f", args))
+	up := newUpstream(t, reply{Body: call}, reply{Body: call}, reply{Body: call})
+	srv, _ := guard(t, up, nil)
+	resp, body := post(t, srv, "/v1/chat/completions", toolRequest("f", schema))
+	if resp.StatusCode != 200 || string(body) != call {
+		t.Fatalf("status %d body %.300s", resp.StatusCode, body)
+	}
+	if got := header(resp, "X-Toolguard-Outcome"); got != "unchecked" {
+		t.Errorf("outcome %q, want unchecked", got)
 	}
 	if n := len(up.requests()); n != 1 {
 		t.Errorf("%d upstream requests, want 1", n)

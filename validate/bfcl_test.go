@@ -156,3 +156,29 @@ func writeKnownInvalid(t *testing.T, got map[string]string) {
 		t.Fatal(err)
 	}
 }
+
+// TestBFCLSchemasAreFarInsideTheSizeLimits: the size limits are chosen from
+// the corpus, about a hundred times its largest schema; a corpus that grows
+// past a hundredth of them should make the limits be chosen again.
+func TestBFCLSchemasAreFarInsideTheSizeLimits(t *testing.T) {
+	cases, err := bfcl.Load("../testdata/bfcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes, expanded int
+	var weight int64
+	for _, c := range cases {
+		for _, fn := range c.Functions {
+			s, err := validate.Compile(fn.Parameters)
+			if err != nil {
+				t.Fatalf("%s: %v", c.ID, err)
+			}
+			nodes, expanded, weight = max(nodes, s.Nodes()), max(expanded, s.Expanded()), max(weight, s.Weight())
+		}
+	}
+	t.Logf("largest BFCL schema: %d nodes, expanded size %d, estimated weight %d bytes", nodes, expanded, weight)
+	if nodes*100 > validate.MaxSchemaNodes || expanded*100 > validate.MaxExpandedNodes || weight*100 > validate.MaxSchemaWeight {
+		t.Errorf("the limits (%d nodes, %d expanded, %d bytes) leave less than a margin of 100",
+			validate.MaxSchemaNodes, validate.MaxExpandedNodes, validate.MaxSchemaWeight)
+	}
+}

@@ -24,25 +24,31 @@ func fanOut(levels int, allOf bool) string {
 }
 
 // TestExponentialSchemaIsNotRun: the cost of validating one call is bounded
-// whatever the schema's references fan out to. The walk that counts it
-// stops at the budget; the call is reported unchecked, not validated.
+// whatever the schema's references fan out to. A schema whose expanded size
+// is over MaxExpandedNodes does not compile, so its calls pass unchecked
+// without any walk.
 func TestExponentialSchemaIsNotRun(t *testing.T) {
 	for _, allOf := range []bool{false, true} {
-		s, err := Compile([]byte(fanOut(22, allOf)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		args := map[string]any{"a": "5"}
-		steps, err := s.cost(args, MaxSteps)
-		if !errors.Is(err, ErrOverBudget) || steps > MaxSteps+1 {
-			t.Errorf("allOf=%v: cost %d, %v: want the walk stopped at the budget", allOf, steps, err)
-		}
-		if errs := s.Validate(args); !Unchecked(errs) {
-			t.Errorf("allOf=%v: Validate = %v, want the call unchecked", allOf, errs)
+		_, err := Compile([]byte(fanOut(22, allOf)))
+		var tooLarge ErrSchemaTooLarge
+		if !errors.As(err, &tooLarge) || !strings.Contains(err.Error(), "expanded") {
+			t.Errorf("allOf=%v: compile error %v, want the schema refused for its expanded size", allOf, err)
 		}
 	}
+	// Under the expanded limit, the walk still bounds a call: 10 levels
+	// expand to about 2^12 subschemas, counted against the budget.
+	s, err := Compile([]byte(fanOut(10, true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Expanded() < 1<<11 || s.Expanded() > MaxExpandedNodes {
+		t.Errorf("10 levels: expanded size %d", s.Expanded())
+	}
+	if steps, err := s.cost(map[string]any{"a": "5"}, 1000); !errors.Is(err, ErrOverBudget) || steps > 1001 {
+		t.Errorf("10 levels: cost %d, %v: want the walk stopped at a budget of 1000", steps, err)
+	}
 	// A handful of levels is cheap and validated as usual.
-	s, err := Compile([]byte(fanOut(4, true)))
+	s, err = Compile([]byte(fanOut(4, true)))
 	if err != nil {
 		t.Fatal(err)
 	}

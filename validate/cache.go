@@ -38,7 +38,7 @@ type entry struct {
 type Stats struct {
 	Hits, Misses, CompileErrors uint64
 	Size                        int
-	Bytes                       int64 // estimated memory held (see Weight)
+	Bytes                       int64 // estimated memory held (see Schema.Weight)
 }
 
 // NewCache returns a cache holding at most size schemas; size must be > 0.
@@ -54,15 +54,13 @@ func NewCache(size int) *Cache {
 }
 
 // SetMaxBytes bounds the memory the cached schemas hold, as estimated by
-// Weight; least recently used schemas are evicted past it. It must be called
-// before the cache is used.
+// Schema.Weight; least recently used schemas are evicted past it. It must be
+// called before the cache is used.
 func (c *Cache) SetMaxBytes(n int64) { c.maxBytes = n }
 
-// Weight estimates the memory a compiled schema of raw's size holds: the
-// compiled form of real schemas takes 20 to 60 times their bytes (a flat
-// 257 KB schema holds 5.4 MB live; nested ones more), so 64 times is an upper
-// estimate, plus a fixed part for the smallest.
-func Weight(raw []byte) int64 { return 64*int64(len(raw)) + 4096 }
+// failureWeight is what a cached compile failure holds: its error, not the
+// schema.
+const failureWeight = 256
 
 // Get returns the compiled schema for raw, compiling it on first use.
 // Concurrent calls for the same new schema compile it once.
@@ -79,9 +77,9 @@ func (c *Cache) Get(raw []byte) (*Schema, error) {
 		}
 		// The cache keeps the bytes beyond the request that brought them.
 		s, err := Compile(append([]byte(nil), raw...))
-		e := entry{s: s, err: err, weight: Weight(raw)}
-		if err != nil {
-			e.weight = 256 // a failure keeps no compiled form
+		e := entry{s: s, err: err, weight: failureWeight}
+		if err == nil {
+			e.weight = s.Weight()
 		}
 		c.bytes.Add(e.weight)
 		c.lru.Add(key, e)

@@ -27,7 +27,22 @@ type Schema struct {
 	raw      []byte
 	doc      any
 	plan     *plan // for the budget walk; nil when it cannot be made
+	nodes    int   // objects and arrays (see MaxSchemaNodes)
+	expanded int   // subschemas with references expanded (see MaxExpandedNodes)
+	weight   int64 // estimated memory held (see Weight)
 }
+
+// Weight estimates the memory the compiled schema holds, from its size,
+// subschemas and values (see MaxSchemaWeight).
+func (s *Schema) Weight() int64 { return s.weight }
+
+// Nodes is the number of objects and arrays in the schema (see
+// MaxSchemaNodes).
+func (s *Schema) Nodes() int { return s.nodes }
+
+// Expanded is the schema's expanded size (see MaxExpandedNodes); 0 when its
+// references cannot be followed, and its calls are then not checked.
+func (s *Schema) Expanded() int { return s.expanded }
 
 // Raw returns the schema's bytes as the client sent them.
 func (s *Schema) Raw() []byte { return s.raw }
@@ -50,9 +65,23 @@ func Compile(raw []byte) (*Schema, error) {
 	if e := checkNumbers(doc, ""); e != nil {
 		return nil, fmt.Errorf("compile schema: at %s: %w", e.Path, ErrSchemaTooLarge{e.Message})
 	}
+	nodes, w, err := checkSize(doc, len(raw))
+	if err != nil {
+		return nil, fmt.Errorf("compile schema: %w", err)
+	}
 	patterns, err := compilePatterns(doc)
 	if err != nil {
 		return nil, fmt.Errorf("compile schema: %w", err)
+	}
+	// A schema whose references the budget walk cannot follow has no plan:
+	// its calls are reported unchecked (see cost).
+	p, _ := makePlan(doc, patterns)
+	expanded := 0
+	if p != nil {
+		if expanded = expandedSize(p, MaxExpandedNodes); expanded > MaxExpandedNodes {
+			return nil, fmt.Errorf("compile schema: %w", ErrSchemaTooLarge{fmt.Sprintf(
+				"more than %d subschemas with its references expanded", MaxExpandedNodes)})
+		}
 	}
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
@@ -66,10 +95,7 @@ func Compile(raw []byte) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A schema whose references the budget walk cannot follow has no plan:
-	// its calls are reported unchecked (see cost).
-	p, _ := makePlan(doc, patterns)
-	return &Schema{compiled: compiled, raw: raw, doc: doc, plan: p}, nil
+	return &Schema{compiled: compiled, raw: raw, doc: doc, plan: p, nodes: nodes, expanded: expanded, weight: w}, nil
 }
 
 // compile shields the caller from panics in the compiler: the schema comes

@@ -146,6 +146,15 @@ func requestCases() []hostileCase {
 	}
 	duplicate := strings.Replace(tools.String(), `"name":"f19999"`, `"name":"f0"`, 1) + `]}`
 	tools.WriteString(`]}`)
+	var numberKeys []string
+	for i := range 400 {
+		numberKeys = append(numberKeys, fmt.Sprintf(`"k%d":%d`, i, i))
+	}
+	numberObject := "{" + strings.Join(numberKeys, ",") + "}"
+	var enumObjects []string
+	for i := range 60 {
+		enumObjects = append(enumObjects, strings.Replace(numberObject, `"k399":399`, fmt.Sprintf(`"k399":%d`, 1000+i), 1))
+	}
 	return []hostileCase{
 		{name: "declarations: 20,000 function tools (1.6 MB)", request: func() []byte { return []byte(tools.String()) }, reply: jsonReply(`{"choices":[]}`)},
 		{name: "declarations: 20,000 tools, the last named as the first", request: func() []byte { return []byte(duplicate) }, reply: jsonReply(`{"choices":[]}`)},
@@ -162,6 +171,12 @@ func requestCases() []hostileCase {
 		{name: "pattern: (\\p{L}|\\p{N}){500}z on 500 KB", request: func() []byte {
 			return toolRequest("f", `{"type":"object","properties":{"s":{"type":"string","pattern":"(\\p{L}|\\p{N}){500}z"}}}`)
 		}, reply: callReply("f", `{"s":"`+strings.Repeat("a", 500<<10)+`"}`)},
+		{name: "schema: 80,000 empty subschemas", request: func() []byte {
+			return toolRequest("f", `{"type":"object","allOf":[`+strings.TrimSuffix(strings.Repeat(`{},`, 80_000), ",")+`]}`)
+		}, reply: callReply("f", `{"a":5}`)},
+		{name: "schema: enum of 60 objects of 400 numbers, 216 items", request: func() []byte {
+			return toolRequest("f", `{"type":"object","properties":{"a":{"type":"array","items":{"enum":[`+strings.Join(enumObjects, ",")+`]}}}}`)
+		}, reply: callReply("f", `{"a":[`+strings.TrimSuffix(strings.Repeat(numberObject+",", 216), ",")+`]}`)},
 		{name: "40 connections declaring 32 MiB, sending 10 bytes", send: slowDeclared, reply: jsonReply(`{}`)},
 		{name: "history: 1,000 calls to mend (1 MB)", request: func() []byte { return []byte(history.String()) }, reply: jsonReply(`{"choices":[]}`)},
 		{name: "history: 30 fenced 1 MB arrays to mend (31 MB)", request: func() []byte { return []byte(fencedHistory.String()) }, reply: jsonReply(`{"choices":[]}`)},
