@@ -14,18 +14,18 @@ import (
 // helmVersion is the helm CI installs (.ci/run) to render the chart.
 const helmVersion = "v3.22.0"
 
-// helm returns the helm binary: $TOOLGUARD_HELM, or helm on the PATH. CI
-// sets TOOLGUARD_HELM_REQUIRED, so there the test cannot skip.
+// helm returns the helm binary: $HELM_BIN, or helm on the PATH. CI
+// sets HELM_REQUIRED, so there the test cannot skip.
 func helm(t *testing.T) string {
 	t.Helper()
-	if h := os.Getenv("TOOLGUARD_HELM"); h != "" {
+	if h := os.Getenv("HELM_BIN"); h != "" {
 		return h
 	}
 	if h, err := exec.LookPath("helm"); err == nil {
 		return h
 	}
 	msg := "helm is not installed; to run this test: go install helm.sh/helm/v3/cmd/helm@" + helmVersion
-	if os.Getenv("TOOLGUARD_HELM_REQUIRED") != "" {
+	if os.Getenv("HELM_REQUIRED") != "" {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
