@@ -27,17 +27,9 @@ func TestTracing(t *testing.T) {
 		reply{Body: toolReply(usage, clickCall("c1", `"{}"`))},
 		reply{Body: toolReply(usage, clickCall("c2", `"{}"`))},
 		reply{Body: toolReply(usage, clickCall("c3", `"{\"selector\":\"#a\"}"`))})
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	cfg := policy.Default()
-	cfg.UpstreamURL = up.URL + "/v1"
 	cfg.FallbackModel = "gpt-strong"
-	h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler), TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv, rec := tracedGuard(t, up, cfg)
 	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	resp, body := do(t, t.Context(), srv, http.MethodPost, "/v1/chat/completions", clickRequest(""), http.Header{"Traceparent": {parent}})
 	if resp.StatusCode != 200 {
@@ -107,6 +99,22 @@ func TestTracing(t *testing.T) {
 	}
 }
 
+// tracedGuard serves a toolguard in front of up, with cfg, whose spans rec
+// records.
+func tracedGuard(t *testing.T, up *fakeUpstream, cfg policy.Config) (*httptest.Server, *tracetest.SpanRecorder) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	cfg.UpstreamURL = up.URL + "/v1"
+	h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler),
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, rec
+}
+
 func spanAttributes(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
 	attrs := map[attribute.Key]attribute.Value{}
 	for _, a := range s.Attributes() {
@@ -120,16 +128,7 @@ func spanAttributes(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
 // attributes: toolguard did not read it.
 func TestTracingPassThrough(t *testing.T) {
 	up := newUpstream(t, reply{Body: `{"object":"list","data":[]}`})
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	cfg := policy.Default()
-	cfg.UpstreamURL = up.URL + "/v1"
-	h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler), TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv, rec := tracedGuard(t, up, policy.Default())
 	if resp, body := do(t, t.Context(), srv, http.MethodGet, "/v1/models", "", nil); resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
@@ -153,16 +152,7 @@ func TestTracingPassThrough(t *testing.T) {
 func TestTracingStream(t *testing.T) {
 	stream := streamCall(0, 0, "c1", `{"selector":"#a"}`) + chunk(finish(0, "tool_calls")) + usageChunk(7) + done
 	up := newUpstream(t, sseReply(stream))
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	cfg := policy.Default()
-	cfg.UpstreamURL = up.URL + "/v1"
-	h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler), TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv, rec := tracedGuard(t, up, policy.Default())
 	if resp, body := do(t, t.Context(), srv, http.MethodPost, "/v1/chat/completions", streamRequest(""), nil); resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
