@@ -4,6 +4,10 @@ package deploy
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -71,5 +75,32 @@ func TestReleaseWorkflow(t *testing.T) {
 		if !strings.Contains(string(docker), arg) {
 			t.Errorf("the Dockerfile lacks %q", arg)
 		}
+	}
+}
+
+// TestDockerfileSetsTheVersion: the Dockerfile's -ldflags, its build
+// arguments filled in, build a binary whose -version says them. (Built as
+// the e2e suite builds the binary, so that the packages come from the build
+// cache and only the link is new.)
+func TestDockerfileSetsTheVersion(t *testing.T) {
+	docker, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`-ldflags="([^"]*)"`).FindSubmatch(docker)
+	if m == nil {
+		t.Fatal("the Dockerfile sets no -ldflags")
+	}
+	flags := strings.NewReplacer("${VERSION}", "v9.8.7", "${REVISION}", "fedcba98").Replace(string(m[1]))
+	bin := filepath.Join(t.TempDir(), "toolguard")
+	if out, err := exec.Command("go", "build", "-ldflags="+flags, "-o", bin, "github.com/toolguard/toolguard/cmd/proxy").CombinedOutput(); err != nil {
+		t.Fatalf("go build -ldflags=%q: %v\n%s", flags, err, out)
+	}
+	out, err := exec.Command(bin, "-version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "toolguard v9.8.7 (commit fedcba98, " + runtime.Version() + ")\n"; string(out) != want {
+		t.Errorf("-version printed %q, want %q", out, want)
 	}
 }

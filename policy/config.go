@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -192,19 +193,44 @@ func Unknown(environ []string) []string {
 		if !strings.HasPrefix(strings.ToUpper(k), "TOOLGUARD_") || known[k] {
 			continue
 		}
-		best, bestD := "", -1
-		for _, n := range names {
-			if d := distance(strings.ToUpper(k), n); bestD < 0 || d < bestD {
-				best, bestD = n, d
-			}
-		}
 		msg := k + " is not a toolguard variable and is ignored"
-		if bestD >= 0 && bestD <= max(3, len(k)/4) {
+		if best := closest(strings.ToUpper(k), names); best != "" {
 			msg += "; did you mean " + best + "?"
 		}
 		out = append(out, msg)
 	}
 	return out
+}
+
+// closest returns the known name that name most likely misspells, or "" if
+// none is close. Closeness is the edit distance, plus a penalty for each
+// word of name (between underscores) that the known name lacks: a word left
+// out (TOOLGUARD_UPSTREAM_KEY) is a likelier slip than a word replaced
+// (TOOLGUARD_UPSTREAM_URL is fewer edits away).
+func closest(name string, names []string) string {
+	const missingWord = 6
+	words := strings.Split(name, "_")
+	best, bestScore, bestD, bestMissing := "", -1, 0, 0
+	for _, n := range names {
+		d := distance(name, n)
+		have := strings.Split(n, "_")
+		missing := 0
+		for _, w := range words {
+			if !slices.Contains(have, w) {
+				missing++
+			}
+		}
+		score := d + missingWord*missing
+		// On a tie, the name that has every word wins.
+		if bestScore < 0 || score < bestScore || (score == bestScore && missing < bestMissing) {
+			best, bestScore, bestD, bestMissing = n, score, d, missing
+		}
+	}
+	if bestScore < 0 || (bestD > max(3, len(name)/4) && bestMissing > 0) {
+		// Far away, and not a near-miss by leaving words out.
+		return ""
+	}
+	return best
 }
 
 // distance is the Levenshtein distance between a and b.

@@ -93,3 +93,32 @@ func TestUnknownVariables(t *testing.T) {
 		t.Errorf("(-got +want):\n%s", diff)
 	}
 }
+
+// TestUnknownVariablesSuggestions: the suggestion is the variable meant,
+// whether a letter slipped or a word was left out.
+func TestUnknownVariablesSuggestions(t *testing.T) {
+	tests := []struct{ give, want string }{
+		{give: "TOOLGUARD_MAX_REASK", want: "TOOLGUARD_MAX_REASKS"},
+		{give: "TOOLGUARD_UPSTREAM_KEY", want: "TOOLGUARD_UPSTREAM_API_KEY"},
+		{give: "TOOLGUARD_API_KEY", want: "TOOLGUARD_API_KEYS"},
+		{give: "TOOLGUARD_KEYS", want: "TOOLGUARD_API_KEYS"},
+		{give: "TOOLGUARD_LOGLEVEL", want: "TOOLGUARD_LOG_LEVEL"},
+		{give: "TOOLGUARD_LISTEN_ADDRESS", want: "TOOLGUARD_LISTEN_ADDR"},
+		{give: "TOOLGUARD_FALLBACK_URL", want: "TOOLGUARD_FALLBACK_UPSTREAM_URL"},
+		{give: "TOOLGUARD_METRICS_PORT", want: "TOOLGUARD_METRICS_ADDR"},
+		{give: "TOOLGUARD_TOOL_POLICY", want: "TOOLGUARD_TOOL_POLICIES"},
+		{give: "TOOLGUARD_NOTHING_LIKE_IT", want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			got := policy.Unknown([]string{tt.give + "=x"})
+			want := tt.give + " is not a toolguard variable and is ignored"
+			if tt.want != "" {
+				want += "; did you mean " + tt.want + "?"
+			}
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("got %q, want %q", got, want)
+			}
+		})
+	}
+}

@@ -106,6 +106,7 @@ func (h *Handler) finish(rec *recorder, r *http.Request, info *requestInfo) {
 	}
 	route := routeOf(r)
 	h.metrics.request(route, status)
+	traceRoute(r.Context(), r.Method, route)
 	total := time.Since(info.start)
 	upstream := time.Duration(info.upstreamNanos.Load())
 	ex := info.ex

@@ -212,7 +212,7 @@ func feedbackTextWithin(c *call, room int) string {
 // send makes one re-ask upstream through rt, as its own request with its own
 // timeout, cancelled at once if the client goes away.
 func (ex *exchange) send(rt http.RoundTripper, outreq *http.Request, body []byte, kind string) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(withAttempt(ex.ctx, kind), ex.h.cfg.UpstreamTimeout)
+	ctx, cancel := context.WithTimeout(withAttempt(ex.ctx, kind, gjson.GetBytes(body, "model").String()), ex.h.cfg.UpstreamTimeout)
 	defer cancel()
 	req := outreq.Clone(ctx)
 	req.Body = io.NopCloser(bytes.NewReader(body))

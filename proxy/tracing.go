@@ -28,30 +28,54 @@ const (
 
 type attemptKey struct{}
 
-// withAttempt marks the upstream requests made with ctx as an attempt of
-// the given kind.
-func withAttempt(ctx context.Context, kind string) context.Context {
-	return context.WithValue(ctx, attemptKey{}, kind)
+// attempt is what the context of an upstream request says about it.
+type attempt struct {
+	kind  string // attemptFirst, attemptReask or attemptFallback
+	model string // the model the request names; "" for the request's own
 }
 
-func attemptOf(ctx context.Context) string {
-	if k, ok := ctx.Value(attemptKey{}).(string); ok {
-		return k
+// withAttempt marks the upstream requests made with ctx as an attempt of
+// the given kind, naming model (a fallback's may differ from the client's).
+func withAttempt(ctx context.Context, kind, model string) context.Context {
+	return context.WithValue(ctx, attemptKey{}, attempt{kind, model})
+}
+
+func attemptOf(ctx context.Context) attempt {
+	if a, ok := ctx.Value(attemptKey{}).(attempt); ok {
+		return a
 	}
-	return attemptFirst
+	return attempt{kind: attemptFirst}
+}
+
+// chatModel returns the model of an upstream request that is an attempt of
+// an inspected chat completion, and whether it is one.
+func chatModel(r *http.Request) (string, bool) {
+	info := requestInfoFrom(r.Context())
+	if info == nil || info.inspected == nil {
+		return "", false
+	}
+	if a := attemptOf(r.Context()); a.model != "" {
+		return a.model, true
+	}
+	return info.inspected.model, true
 }
 
 // traceContext is the propagation toolguard reads from clients and sends
 // upstream: W3C trace context and baggage.
 var traceContext = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
-// tracedTransport wraps rt so that each upstream request is a client span.
+// tracedTransport wraps rt so that each upstream request is a client span,
+// named as the GenAI conventions name an inference ("chat gpt-4o") when it
+// is an attempt of an inspected chat completion.
 func tracedTransport(rt http.RoundTripper, tp trace.TracerProvider) http.RoundTripper {
 	return otelhttp.NewTransport(attemptAttributes{rt},
 		otelhttp.WithTracerProvider(tp),
 		otelhttp.WithPropagators(traceContext),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
-			return "upstream " + attemptOf(r.Context())
+			if model, ok := chatModel(r); ok {
+				return "chat " + model
+			}
+			return "upstream " + attemptOf(r.Context()).kind
 		}))
 }
 
@@ -61,10 +85,10 @@ type attemptAttributes struct{ next http.RoundTripper }
 
 func (a attemptAttributes) RoundTrip(r *http.Request) (*http.Response, error) {
 	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
-		span.SetAttributes(attribute.String("toolguard.attempt", attemptOf(r.Context())))
-		if info := requestInfoFrom(r.Context()); info != nil && info.inspected != nil {
+		span.SetAttributes(attribute.String("toolguard.attempt", attemptOf(r.Context()).kind))
+		if model, ok := chatModel(r); ok {
 			span.SetAttributes(attribute.String("gen_ai.operation.name", "chat"),
-				attribute.String("gen_ai.request.model", info.inspected.model))
+				attribute.String("gen_ai.request.model", model))
 		}
 	}
 	return a.next.RoundTrip(r)
@@ -76,8 +100,20 @@ func tracedHandler(h http.Handler, tp trace.TracerProvider) http.Handler {
 		otelhttp.WithTracerProvider(tp),
 		otelhttp.WithPropagators(traceContext),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
-			return r.Method + " " + routeOf(r)
+			// Renamed by traceRoute once the route is known.
+			return r.Method
 		}))
+}
+
+// traceRoute names a request's server span after the route it took, once
+// routing has found it (the span starts before).
+func traceRoute(ctx context.Context, method, route string) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.SetName(method + " " + route)
+	span.SetAttributes(attribute.String("http.route", route))
 }
 
 // traceResult puts what became of an inspected request on its server span.

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -25,17 +27,9 @@ func TestTracing(t *testing.T) {
 		reply{Body: toolReply(usage, clickCall("c1", `"{}"`))},
 		reply{Body: toolReply(usage, clickCall("c2", `"{}"`))},
 		reply{Body: toolReply(usage, clickCall("c3", `"{\"selector\":\"#a\"}"`))})
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	cfg := policy.Default()
-	cfg.UpstreamURL = up.URL + "/v1"
 	cfg.FallbackModel = "gpt-strong"
-	h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler), TracerProvider: tp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv, rec := tracedGuard(t, up, cfg)
 	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	resp, body := do(t, t.Context(), srv, http.MethodPost, "/v1/chat/completions", clickRequest(""), http.Header{"Traceparent": {parent}})
 	if resp.StatusCode != 200 {
@@ -46,15 +40,15 @@ func TestTracing(t *testing.T) {
 	var serverAttrs map[attribute.Key]attribute.Value
 	attempts := map[string]sdktrace.ReadOnlySpan{}
 	for _, s := range spans {
-		attrs := map[attribute.Key]attribute.Value{}
-		for _, a := range s.Attributes() {
-			attrs[a.Key] = a.Value
-		}
+		attrs := spanAttributes(s)
 		switch s.SpanKind() {
 		case trace.SpanKindServer:
 			server, serverAttrs = s.SpanContext(), attrs
 			if s.Parent().SpanID().String() != "b7ad6b7169203331" || s.SpanContext().TraceID().String() != "0af7651916cd43dd8448eb211c80319c" {
 				t.Errorf("the server span does not continue the client's trace: parent %v", s.Parent())
+			}
+			if s.Name() != "POST /v1/chat/completions" || attrs["http.route"].AsString() != "/v1/chat/completions" {
+				t.Errorf("server span %q, http.route %q: want the route", s.Name(), attrs["http.route"].AsString())
 			}
 		case trace.SpanKindClient:
 			attempts[attrs["toolguard.attempt"].AsString()] = s
@@ -64,14 +58,16 @@ func TestTracing(t *testing.T) {
 		t.Fatalf("no server span among %d", len(spans))
 	}
 	for key, want := range map[attribute.Key]any{
-		"toolguard.outcome": "reasked", "toolguard.reasks": int64(2), "gen_ai.operation.name": "chat",
+		"toolguard.outcome": "reasked", "toolguard.reasks": int64(2), "toolguard.repairs": int64(0), "gen_ai.operation.name": "chat",
 		"gen_ai.request.model": "gpt-test", "gen_ai.usage.input_tokens": int64(30), "gen_ai.usage.output_tokens": int64(6),
 	} {
 		if got := serverAttrs[key].AsInterface(); got != want {
 			t.Errorf("server span %s = %v, want %v", key, got, want)
 		}
 	}
-	for _, kind := range []string{"first", "reask", "fallback"} {
+	// Each attempt is an inference span of the model it asked: the
+	// fallback's is the fallback model.
+	for kind, model := range map[string]string{"first": "gpt-test", "reask": "gpt-test", "fallback": "gpt-strong"} {
 		s, ok := attempts[kind]
 		if !ok {
 			t.Errorf("no %s attempt span (have %v)", kind, attempts)
@@ -79,6 +75,11 @@ func TestTracing(t *testing.T) {
 		}
 		if s.Parent().SpanID() != server.SpanID() {
 			t.Errorf("the %s attempt is not a child of the server span", kind)
+		}
+		attrs := spanAttributes(s)
+		if s.Name() != "chat "+model || attrs["gen_ai.operation.name"].AsString() != "chat" || attrs["gen_ai.request.model"].AsString() != model {
+			t.Errorf("%s attempt span %q: operation %q, model %q, want chat %s", kind, s.Name(),
+				attrs["gen_ai.operation.name"].AsString(), attrs["gen_ai.request.model"].AsString(), model)
 		}
 	}
 	// Each upstream request carried its attempt's span as traceparent.
@@ -94,6 +95,82 @@ func TestTracing(t *testing.T) {
 		want := "00-" + s.SpanContext().TraceID().String() + "-" + s.SpanContext().SpanID().String() + "-01"
 		if tp := got[i].Header.Get("Traceparent"); tp != want {
 			t.Errorf("%s attempt sent traceparent %q, want %q", kind, tp, want)
+		}
+	}
+}
+
+// tracedGuard serves a toolguard in front of up, with cfg, whose spans rec
+// records.
+func tracedGuard(t *testing.T, up *fakeUpstream, cfg policy.Config) (*httptest.Server, *tracetest.SpanRecorder) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	cfg.UpstreamURL = up.URL + "/v1"
+	h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler),
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, rec
+}
+
+func spanAttributes(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
+	attrs := map[attribute.Key]attribute.Value{}
+	for _, a := range s.Attributes() {
+		attrs[a.Key] = a.Value
+	}
+	return attrs
+}
+
+// TestTracingPassThrough: a request toolguard does not inspect is a server
+// span named by its route with one upstream span under it, and no GenAI
+// attributes: toolguard did not read it.
+func TestTracingPassThrough(t *testing.T) {
+	up := newUpstream(t, reply{Body: `{"object":"list","data":[]}`})
+	srv, rec := tracedGuard(t, up, policy.Default())
+	if resp, body := do(t, t.Context(), srv, http.MethodGet, "/v1/models", "", nil); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	var names []string
+	for _, s := range rec.Ended() {
+		names = append(names, s.Name())
+		for k := range spanAttributes(s) {
+			if strings.HasPrefix(string(k), "gen_ai.") || k == "toolguard.outcome" {
+				t.Errorf("span %q carries %s", s.Name(), k)
+			}
+		}
+	}
+	slices.Sort(names)
+	if want := []string{"GET /v1/*", "upstream first"}; !slices.Equal(names, want) {
+		t.Errorf("spans %q, want %q", names, want)
+	}
+}
+
+// TestTracingStream: a streamed completion's server span carries its
+// outcome and the usage its last chunk reported, once the stream is done.
+func TestTracingStream(t *testing.T) {
+	stream := streamCall(0, 0, "c1", `{"selector":"#a"}`) + chunk(finish(0, "tool_calls")) + usageChunk(7) + done
+	up := newUpstream(t, sseReply(stream))
+	srv, rec := tracedGuard(t, up, policy.Default())
+	if resp, body := do(t, t.Context(), srv, http.MethodPost, "/v1/chat/completions", streamRequest(""), nil); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	var server sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.SpanKind() == trace.SpanKindServer {
+			server = s
+		}
+	}
+	if server == nil {
+		t.Fatal("no server span")
+	}
+	attrs := spanAttributes(server)
+	for key, want := range map[attribute.Key]any{
+		"toolguard.outcome": "valid", "gen_ai.request.model": "gpt-test", "gen_ai.usage.input_tokens": int64(7), "toolguard.reasks": int64(0),
+	} {
+		if got := attrs[key].AsInterface(); got != want {
+			t.Errorf("server span %s = %v, want %v", key, got, want)
 		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 // certificate pool (SSL_CERT_FILE, SSL_CERT_DIR) and the proxy settings
 // (HTTPS_PROXY, NO_PROXY).
 func TestMain(m *testing.M) {
-	if os.Getenv("TOOLGUARD_TEST_RUN_MAIN") == "1" {
+	if os.Getenv("RUN_TOOLGUARD_MAIN") == "1" {
 		main()
 		return
 	}
@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 func startProcess(t *testing.T, env ...string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), append([]string{"TOOLGUARD_TEST_RUN_MAIN=1", "TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_LOG_LEVEL=info", "TOOLGUARD_DRAIN_DELAY=0s"}, env...)...)
+	cmd.Env = append(os.Environ(), append([]string{"RUN_TOOLGUARD_MAIN=1", "TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_LOG_LEVEL=info", "TOOLGUARD_DRAIN_DELAY=0s"}, env...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

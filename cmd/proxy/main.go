@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -175,10 +176,15 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 
 // buildVersion is the version set at build time
 // (-ldflags "-X github.com/prometheus/common/version.Version=v1.2.3"), or
-// "dev".
+// else the one the go command stamped (the module version of a go install
+// pkg@v1.2.3, or a pseudo-version from the commit of a go build in a
+// checkout), or "dev".
 func buildVersion() string {
 	if version.Version != "" {
 		return version.Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
 	}
 	return "dev"
 }

@@ -7,9 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/prometheus/common/version"
 )
 
 // TestShutdownLetsRequestsInFlightFinish starts toolguard as main does, sends
@@ -347,4 +350,47 @@ func readyz(addr string) (int, error) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// TestVersionSetAtBuildTime: the variables the Dockerfile sets with
+// -ldflags -X show in -version, the start-up line and toolguard_build_info.
+func TestVersionSetAtBuildTime(t *testing.T) {
+	defer func(v, r string) { version.Version, version.Revision = v, r }(version.Version, version.Revision)
+	version.Version, version.Revision = "v1.2.3", "0123abcd"
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-version"}, nil, &out, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "toolguard v1.2.3 (commit 0123abcd, " + runtime.Version() + ")\n"; out.String() != want {
+		t.Errorf("-version printed %q, want %q", out.String(), want)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	var logs syncWriter
+	go func() {
+		done <- run(ctx, nil, []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_DRAIN_DELAY=0s"}, io.Discard, &logs, ready)
+	}()
+	addr := <-ready
+	_, metrics := get(t, "http://"+addr+"/metrics")
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(metrics, `revision="0123abcd",tags="unknown",version="v1.2.3"} 1`) {
+		t.Errorf("build info:\n%s", grepLines(metrics, "toolguard_build_info"))
+	}
+	if log := logs.String(); !strings.Contains(log, `"version":"v1.2.3","commit":"0123abcd","go":"`+runtime.Version()+`"`) {
+		t.Errorf("start-up line:\n%s", log)
+	}
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,8 +21,8 @@ import (
 
 // exported drives a toolguard through traffic that touches every metric
 // (valid, repaired and re-asked calls, a stream, an upstream failure) and
-// returns the names of the series it exports.
-func exported(t *testing.T) map[string]bool {
+// returns the names of the series it exports, each with its label names.
+func exported(t *testing.T) map[string]map[string]bool {
 	var count atomic.Int64
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -69,16 +70,73 @@ func exported(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := map[string]bool{}
+	names := map[string]map[string]bool{}
 	for _, f := range families {
-		names[f.GetName()] = true
-		if f.GetType().String() == "HISTOGRAM" {
-			for _, s := range []string{"_bucket", "_sum", "_count"} {
-				names[f.GetName()+s] = true
+		labels := map[string]bool{}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = true
 			}
+		}
+		names[f.GetName()] = labels
+		if f.GetType().String() == "HISTOGRAM" {
+			for _, s := range []string{"_sum", "_count"} {
+				names[f.GetName()+s] = labels
+			}
+			bucket := map[string]bool{"le": true}
+			for l := range labels {
+				bucket[l] = true
+			}
+			names[f.GetName()+"_bucket"] = bucket
 		}
 	}
 	return names
+}
+
+var (
+	metricRe   = regexp.MustCompile(`(toolguard_[a-z_]+)(\{([^}]*)\})?`)
+	matcherRe  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)`)
+	groupingRe = regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
+	legendRe   = regexp.MustCompile(`\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}`)
+	valuesRe   = regexp.MustCompile(`label_values\(\s*(toolguard_[a-z_]+)\s*,\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)`)
+)
+
+// checkQuery reports the toolguard metrics and labels expr uses that
+// toolguard does not export, and records the metrics it uses in used. A
+// label in a matcher must be one of its metric's; one in a grouping or the
+// legend one of the query's metrics'.
+func checkQuery(t *testing.T, where, expr, legend string, names map[string]map[string]bool, used map[string]bool) {
+	t.Helper()
+	union := map[string]bool{}
+	for _, m := range metricRe.FindAllStringSubmatch(expr, -1) {
+		name := m[1]
+		used[name] = true
+		labels, ok := names[name]
+		if !ok {
+			t.Errorf("%s queries %s, which toolguard does not export", where, name)
+			continue
+		}
+		for l := range labels {
+			union[l] = true
+		}
+		for _, mm := range matcherRe.FindAllStringSubmatch(m[3], -1) {
+			if !labels[mm[1]] {
+				t.Errorf("%s matches %s on label %s, which it does not have", where, name, mm[1])
+			}
+		}
+	}
+	for _, g := range groupingRe.FindAllStringSubmatch(expr, -1) {
+		for _, l := range strings.Split(g[1], ",") {
+			if l = strings.TrimSpace(l); l != "" && !union[l] {
+				t.Errorf("%s groups by %s, a label none of its metrics has", where, l)
+			}
+		}
+	}
+	for _, l := range legendRe.FindAllStringSubmatch(legend, -1) {
+		if !union[l[1]] {
+			t.Errorf("%s shows label %s in its legend, which none of its metrics has", where, l[1])
+		}
+	}
 }
 
 // TestDashboardQueriesExportedMetrics: every toolguard_ metric a panel
@@ -89,9 +147,15 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	var d struct {
+		Templating struct {
+			List []struct {
+				Name  string
+				Query any
+			}
+		}
 		Panels []struct {
 			Title   string
-			Targets []struct{ Expr string }
+			Targets []struct{ Expr, LegendFormat string }
 		}
 	}
 	if err := json.Unmarshal(raw, &d); err != nil {
@@ -99,24 +163,29 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 	}
 	names := exported(t)
 	used := map[string]bool{}
-	metric := regexp.MustCompile(`toolguard_[a-z_]+`)
 	for _, p := range d.Panels {
 		if len(p.Targets) == 0 {
 			t.Errorf("panel %q has no query", p.Title)
 		}
 		for _, tg := range p.Targets {
-			for _, m := range metric.FindAllString(tg.Expr, -1) {
-				used[m] = true
-				if !names[m] {
-					t.Errorf("panel %q queries %s, which toolguard does not export", p.Title, m)
-				}
+			checkQuery(t, "panel "+strconv.Quote(p.Title), tg.Expr, tg.LegendFormat, names, used)
+		}
+	}
+	// A variable's values come from a label of a metric.
+	for _, v := range d.Templating.List {
+		q, _ := json.Marshal(v.Query)
+		for _, m := range valuesRe.FindAllStringSubmatch(string(q), -1) {
+			used[m[1]] = true
+			if !names[m[1]][m[2]] {
+				t.Errorf("variable %s takes its values from %s's label %s, which toolguard does not export", v.Name, m[1], m[2])
 			}
 		}
 	}
 	// The panels the platform team needs: outcomes and repairs per tool and
 	// model, re-ask rate, added latency, breaker state.
 	for _, m := range []string{"toolguard_chat_completions_total", "toolguard_tool_calls_total", "toolguard_repairs_total",
-		"toolguard_reasks_total", "toolguard_overhead_seconds_bucket", "toolguard_breaker_state"} {
+		"toolguard_reasks_total", "toolguard_overhead_seconds_bucket", "toolguard_breaker_state",
+		"toolguard_tokens_total", "toolguard_stream_first_byte_seconds_bucket", "toolguard_requests_in_flight"} {
 		if !used[m] {
 			t.Errorf("no panel shows %s", m)
 		}

@@ -6,12 +6,16 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caarlos0/env/v10"
 	"github.com/toolguard/toolguard/policy"
@@ -35,11 +39,13 @@ type object struct {
 		} `yaml:"selector"`
 		Template struct {
 			Metadata struct {
-				Labels map[string]string `yaml:"labels"`
+				Labels      map[string]string `yaml:"labels"`
+				Annotations map[string]string `yaml:"annotations"`
 			} `yaml:"metadata"`
 			Spec struct {
-				Containers     []container `yaml:"containers"`
-				InitContainers []container `yaml:"initContainers"`
+				TerminationGracePeriodSeconds *int        `yaml:"terminationGracePeriodSeconds"`
+				Containers                    []container `yaml:"containers"`
+				InitContainers                []container `yaml:"initContainers"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
 		// PodDisruptionBudget
@@ -64,11 +70,17 @@ type container struct {
 	Name          string `yaml:"name"`
 	Image         string `yaml:"image"`
 	RestartPolicy string `yaml:"restartPolicy"`
-	Env           []struct {
-		Name string `yaml:"name"`
+	Ports         []struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	} `yaml:"ports"`
+	Env []struct {
+		Name  string `yaml:"name"`
+		Value string `yaml:"value"`
 	} `yaml:"env"`
 	LivenessProbe  *probe `yaml:"livenessProbe"`
 	ReadinessProbe *probe `yaml:"readinessProbe"`
+	StartupProbe   *probe `yaml:"startupProbe"`
 	Resources      struct {
 		Requests map[string]string `yaml:"requests"`
 	} `yaml:"resources"`
@@ -200,6 +212,7 @@ func checkObjects(t *testing.T, objs []object, vars map[string]bool, srv *httpte
 				}
 				toolguards++
 				checkToolguard(t, c, vars, srv)
+				checkPod(t, o, c)
 			}
 			for _, c := range o.Spec.Template.Spec.InitContainers {
 				if c.Name != "toolguard" {
@@ -210,8 +223,13 @@ func checkObjects(t *testing.T, objs []object, vars map[string]bool, srv *httpte
 				if c.RestartPolicy != "Always" {
 					t.Errorf("the toolguard init container is not a native sidecar (restartPolicy: Always)")
 				}
+				// The kubelet starts the application once the sidecar's
+				// startup probe succeeds, or at once without one: the
+				// application's first request would find nothing listening.
+				checkProbe(t, "startup", c.StartupProbe, srv, "/healthz", "/readyz")
 				toolguards++
 				checkToolguard(t, c, vars, srv)
+				checkPod(t, o, c)
 			}
 		case "PodDisruptionBudget":
 			if (o.Spec.MinAvailable == nil) == (o.Spec.MaxUnavailable == nil) {
@@ -249,30 +267,77 @@ func checkToolguard(t *testing.T, c container, vars map[string]bool, srv *httpte
 			t.Errorf("env %s is not a toolguard variable", e.Name)
 		}
 	}
-	for _, p := range []struct {
-		name string
-		p    *probe
-		want string
-	}{{"liveness", c.LivenessProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}} {
-		if p.p == nil || p.p.HTTPGet == nil || p.p.HTTPGet.Path != p.want {
-			t.Errorf("%s probe is not an HTTP GET of %s", p.name, p.want)
-			continue
-		}
-		resp, err := http.Get(srv.URL + p.p.HTTPGet.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s probe %s: status %d", p.name, p.p.HTTPGet.Path, resp.StatusCode)
-		}
-	}
+	checkProbe(t, "liveness", c.LivenessProbe, srv, "/healthz")
+	checkProbe(t, "readiness", c.ReadinessProbe, srv, "/readyz")
 	sc := c.SecurityContext
 	if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Errorf("toolguard must run as non-root with a read-only root filesystem")
 	}
 	if len(c.Resources.Requests) == 0 {
 		t.Errorf("toolguard has no resource requests")
+	}
+}
+
+// checkProbe checks that p is an HTTP GET of one of paths, which a running
+// toolguard answers with 200.
+func checkProbe(t *testing.T, name string, p *probe, srv *httptest.Server, paths ...string) {
+	t.Helper()
+	if p == nil || p.HTTPGet == nil || !slices.Contains(paths, p.HTTPGet.Path) {
+		t.Errorf("%s probe is not an HTTP GET of %s", name, strings.Join(paths, " or "))
+		return
+	}
+	resp, err := http.Get(srv.URL + p.HTTPGet.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("%s probe %s: status %d", name, p.HTTPGet.Path, resp.StatusCode)
+	}
+}
+
+// checkPod checks what the pod around toolguard's container c must say for
+// toolguard to drain and be scraped: a grace period longer than toolguard's
+// drain delay and shutdown timeout together, and a scrape port where
+// toolguard serves /metrics.
+func checkPod(t *testing.T, o object, c container) {
+	t.Helper()
+	vars := []string{}
+	for _, e := range c.Env {
+		if e.Value != "" {
+			vars = append(vars, e.Name+"="+e.Value)
+		}
+	}
+	cfg, err := policy.Load(vars)
+	if err != nil {
+		t.Errorf("toolguard's variables do not load: %v", err)
+		return
+	}
+	grace := 30 // Kubernetes' default
+	if g := o.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = *g
+	}
+	if need := cfg.DrainDelay + cfg.ShutdownTimeout; time.Duration(grace)*time.Second <= need {
+		t.Errorf("terminationGracePeriodSeconds %d is not longer than TOOLGUARD_DRAIN_DELAY + TOOLGUARD_SHUTDOWN_TIMEOUT (%v): requests in flight would be killed", grace, need)
+	}
+	scrape, ok := o.Spec.Template.Metadata.Annotations["prometheus.io/port"]
+	if !ok {
+		return
+	}
+	addr := cfg.ListenAddr
+	if cfg.MetricsAddr != "" {
+		addr = cfg.MetricsAddr
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil || port != scrape {
+		t.Errorf("prometheus.io/port %s, but toolguard serves /metrics on %q", scrape, addr)
+	}
+	var declared bool
+	for _, p := range c.Ports {
+		declared = declared || strconv.Itoa(p.ContainerPort) == port
+	}
+	if !declared {
+		t.Errorf("toolguard's container does not declare the metrics port %s", port)
 	}
 }
 

@@ -19,9 +19,17 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
   ports:
     - name: http
       containerPort: 8080
+    {{- if .root.Values.metrics.port }}
+    - name: metrics
+      containerPort: {{ .root.Values.metrics.port }}
+    {{- end }}
   env:
     - name: TOOLGUARD_UPSTREAM_URL
       value: {{ .root.Values.upstreamURL | quote }}
+    {{- if .root.Values.metrics.port }}
+    - name: TOOLGUARD_METRICS_ADDR
+      value: ":{{ .root.Values.metrics.port }}"
+    {{- end }}
     {{- with .root.Values.upstreamKeySecret }}
     {{- if .name }}
     - name: TOOLGUARD_UPSTREAM_API_KEY
@@ -46,6 +54,15 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
     - name: {{ $name }}
       value: {{ $value | quote }}
     {{- end }}
+  {{- if .sidecar }}
+  # The kubelet starts the application once this succeeds.
+  startupProbe:
+    httpGet:
+      path: /readyz
+      port: http
+    periodSeconds: 1
+    failureThreshold: 30
+  {{- end }}
   livenessProbe:
     httpGet:
       path: /healthz
