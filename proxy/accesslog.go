@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // requestInfo follows one request through the handler, for its log line and
@@ -133,7 +135,7 @@ func (h *Handler) finish(rec *recorder, r *http.Request, info *requestInfo) {
 	attrs = append(attrs,
 		slog.String("method", r.Method),
 		slog.String("route", route),
-		slog.String("path", clipString(r.URL.Path, 256)),
+		slog.String("path", wire.Clip(r.URL.Path, 256)),
 		slog.Int("status", status),
 		slog.Int64("bytes", rec.bytes),
 		slog.Float64("duration_ms", millis(total)),
@@ -180,14 +182,14 @@ func (ex *exchange) logResult(r *http.Request) {
 			continue
 		}
 		attrs := []slog.Attr{
-			slog.String("tool", clipString(c.name, 128)),
-			slog.String("call_id", clipString(c.id, 128)),
+			slog.String("tool", wire.Clip(c.name, 128)),
+			slog.String("call_id", wire.Clip(c.id, 128)),
 			slog.Int("attempt", c.attempt),
 		}
 		if h.cfg.LogArguments {
 			attrs = append(attrs,
-				slog.String("errors", h.redact(clipString(describeErrors(c), 2048), r)),
-				slog.String("arguments", h.redact(clipString(c.rawArgs, 2048), r)))
+				slog.String("errors", h.redact(wire.Clip(describeErrors(c), 2048), r)),
+				slog.String("arguments", h.redact(wire.Clip(c.rawArgs, 2048), r)))
 		} else {
 			attrs = append(attrs, slog.String("errors", errorLocations(c)))
 		}
@@ -205,7 +207,7 @@ func errorLocations(c *call) string {
 		}
 		b.WriteString(pointerOrRoot(e.Path) + ": " + e.Keyword)
 	}
-	return clipString(b.String(), 2048)
+	return wire.Clip(b.String(), 2048)
 }
 
 // redact removes every secret toolguard knows of from a text bound for the

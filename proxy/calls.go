@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/validate"
 )
@@ -122,7 +123,7 @@ func (ex *exchange) checkCut(raw gjson.Result, legacy bool, attempt int, mend, c
 			names, more = names[:20], fmt.Sprintf(" and %d more", len(names)-20)
 		}
 		c.errs = []validate.Error{{Keyword: "tool", Message: fmt.Sprintf("tool %q is not declared; the declared tools are: %s%s",
-			clipString(c.name, 64), clipString(strings.Join(names, ", "), 1000), more)}}
+			wire.Clip(c.name, 64), wire.Clip(strings.Join(names, ", "), 1000), more)}}
 		return c
 	}
 	rules := ex.rulesOf(c)

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/validate"
 )
 
@@ -34,7 +35,7 @@ func errorDetails(c *call) []errorDetail {
 			msg := e.Message
 			if e.Keyword != "syntax" && e.Keyword != "tool" {
 				if v := valueAt(c.args, e.Path); v != "" {
-					msg += "; found " + clipString(v, 120)
+					msg += "; found " + wire.Clip(v, 120)
 				}
 			}
 			out = append(out, errorDetail{Path: pointerOrRoot(e.Path), Message: msg})

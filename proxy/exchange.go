@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/validate"
 )
 
@@ -98,7 +98,7 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	pol, perr := h.requestPolicyOf(r)
 	if perr != nil {
-		perr.write(w)
+		perr.Write(w)
 		return
 	}
 	global := pol.rules("")
@@ -107,13 +107,13 @@ func (h *Handler) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if mode != policy.ModeOff {
 		var ae *apiError
 		if body, ae = readChatRequest(r, body, h.cfg.MaxBodyBytes); ae != nil {
-			ae.write(w)
+			ae.Write(w)
 			return
 		}
 		if mode.Repairs() {
 			mended, edits, err := mendHistory(body)
 			if err != nil {
-				writeFailed(err).write(w)
+				writeFailed(err).Write(w)
 				return
 			}
 			if body = mended; len(edits) > 0 {
@@ -184,7 +184,7 @@ func (ex *exchange) inspect(resp *http.Response) error {
 	if err != nil {
 		return ex.readFailure(err)
 	}
-	if err := strictJSON(raw, chatResponseShape); err != nil {
+	if err := wire.Strict(raw, chatResponseShape); err != nil {
 		return malformedReply(err)
 	}
 	ex.noteUsage(raw, false)
@@ -277,14 +277,4 @@ func describeErrors(c *call) string {
 		b.WriteString(d.Path + ": " + d.Message)
 	}
 	return b.String()
-}
-
-// patch sets a raw JSON value at path, keeping the body as it is otherwise.
-// A patch that fails is an error: the body must not go on unpatched.
-func patch(body []byte, path string, raw string) ([]byte, error) {
-	out, err := sjson.SetRawBytes(body, path, []byte(raw))
-	if err != nil {
-		return nil, fmt.Errorf("set %s: %w", path, err)
-	}
-	return out, nil
 }

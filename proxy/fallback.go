@@ -11,6 +11,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // fallback is where the last re-ask goes when a fallback is configured.
@@ -91,7 +92,7 @@ func (ex *exchange) fallback(outreq *http.Request, body []byte, ch *choice) (htt
 	rt, where := ex.h.rt, upstreamPrimary
 	if model != "" {
 		var err error
-		if body, err = patch(body, "model", jsonString(model)); err != nil {
+		if body, err = wire.Patch(body, "model", wire.Quote(model)); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -147,5 +148,5 @@ func (ex *exchange) fallbackChunk(chunk []byte, c *call) ([]byte, error) {
 	if ex.fb.attempt == 0 || c.attempt != ex.fb.attempt || ex.fb.model == "" {
 		return chunk, nil
 	}
-	return patch(chunk, "model", jsonString(ex.fb.model))
+	return wire.Patch(chunk, "model", wire.Quote(ex.fb.model))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/toolguard/toolguard/internal/faulty"
 	"github.com/toolguard/toolguard/internal/recording"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/validate"
 )
 
@@ -92,21 +93,21 @@ func FuzzSSESplitter(f *testing.F) {
 	seedRecordings(f, func(s string) { f.Add([]byte(s), uint8(7)) })
 	f.Add([]byte("data: a\r\n\r\ndata: b\n\n: c\n\n"), uint8(1))
 	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
-		var s sseSplitter
+		var s wire.Splitter
 		var got []byte
 		n := int(step) + 1
 		for i := 0; i < len(in); i += n {
-			s.feed(in[i:min(i+n, len(in))])
+			s.Feed(in[i:min(i+n, len(in))])
 			for {
-				ev, ok := s.next()
+				ev, ok := s.Next()
 				if !ok {
 					break
 				}
-				eventData(ev)
+				wire.EventData(ev)
 				got = append(got, ev...)
 			}
 		}
-		got = append(got, s.rest()...)
+		got = append(got, s.Rest()...)
 		if !bytes.Equal(got, in) {
 			t.Fatalf("events do not reassemble to the input")
 		}
@@ -170,14 +171,14 @@ func checkStreamRead(t *testing.T, out []byte) {
 	calls := map[string]*acc{}
 	failed := false
 	// Events as a client reads them: data lines joined, up to a blank line.
-	var split sseSplitter
-	split.feed(out)
+	var split wire.Splitter
+	split.Feed(out)
 	for {
-		ev, more := split.next()
+		ev, more := split.Next()
 		if !more {
 			break
 		}
-		raw, ok := eventData(ev)
+		raw, ok := wire.EventData(ev)
 		data := string(raw)
 		if !ok || data == "[DONE]" {
 			continue
@@ -211,7 +212,7 @@ func checkStreamRead(t *testing.T, out []byte) {
 	}
 	for k, c := range calls {
 		for _, name := range []string{c.name, c.last} {
-			obj := `{"function":{"name":` + jsonString(name) + `,"arguments":` + jsonString(c.args) + `}}`
+			obj := `{"function":{"name":` + wire.Quote(name) + `,"arguments":` + wire.Quote(c.args) + `}}`
 			if !validClick(gjson.Parse(obj), false) {
 				t.Fatalf("call %s released invalid: %s(%s)", k, name, c.args)
 			}
@@ -222,7 +223,7 @@ func checkStreamRead(t *testing.T, out []byte) {
 func FuzzResponse(f *testing.F) {
 	seedRecordings(f, func(s string) { f.Add([]byte(s)) })
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if strictJSON(in, chatResponseShape) != nil {
+		if wire.Strict(in, chatResponseShape) != nil {
 			return // inspect answers 502 before the ladder sees it
 		}
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
@@ -268,7 +269,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"functions":[{"name":"f"}],"messages":[]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		declaredTools(in)
-		if strictJSON(in, chatRequestShape) != nil {
+		if wire.Strict(in, chatRequestShape) != nil {
 			return // refused
 		}
 		once, _, err := mendHistory(in)

@@ -12,13 +12,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/validate"
 )
 
@@ -93,7 +93,7 @@ func New(o Options) (*Handler, error) {
 	h.log = slog.New(requestIDs{h.log.Handler()})
 	h.schemas.OnCompileError = func(raw []byte, err error) {
 		h.log.Warn("tool schema does not compile; its calls pass unvalidated",
-			"error", err.Error(), "schema", clipString(string(raw), 512))
+			"error", err.Error(), "schema", wire.Clip(string(raw), 512))
 	}
 	h.initResilience()
 	h.rp = &httputil.ReverseProxy{
@@ -115,7 +115,7 @@ func New(o Options) (*Handler, error) {
 	}
 	h.mux.HandleFunc("POST /v1/chat/completions", h.chatCompletions)
 	h.mux.HandleFunc("/v1/", h.forward)
-	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { notFound().write(w) })
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { notFound().Write(w) })
 	h.ready.Store(true)
 	return h, nil
 }
@@ -135,12 +135,12 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 	defer h.finish(rec, r, info)
 	if len(h.keys) > 0 && !openPath(r.URL.Path) && !h.keys.allows(r) {
-		unauthorized().write(rec)
+		unauthorized().Write(rec)
 		drainBody(rec, r, min(h.cfg.MaxBodyBytes, drainAfter413))
 		return
 	}
 	if ae := checkRequest(r); ae != nil {
-		ae.write(rec)
+		ae.Write(rec)
 		drainBody(rec, r, min(h.cfg.MaxBodyBytes, drainAfter413))
 		return
 	}
@@ -195,7 +195,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request) {
 // drains what the client still sends (see drainBody).
 func (h *Handler) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
 	ae := upstreamError(r.Context(), err)
-	ae.write(w)
+	ae.Write(w)
 	if ae.Status == http.StatusRequestEntityTooLarge {
 		drainBody(w, r, drainAfter413)
 	}
@@ -205,7 +205,7 @@ func (h *Handler) refuseBody(w http.ResponseWriter, r *http.Request, err error) 
 func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, body []byte) {
 	release, ok := h.slots.acquire()
 	if !ok {
-		overloaded().write(w)
+		overloaded().Write(w)
 		return
 	}
 	defer release()
@@ -310,16 +310,5 @@ func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error
 		level = slog.LevelDebug
 	}
 	h.log.Log(r.Context(), level, "upstream request failed", "method", r.Method, "path", r.URL.Path, "status", ae.Status, "error", ae.Error())
-	ae.write(w)
-}
-
-// clipString cuts s to at most n bytes, at a rune boundary, marking the cut.
-func clipString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
+	ae.Write(w)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/repair"
 )
 
@@ -37,7 +38,7 @@ const maxHistoryMendBytes = repair.MaxInput
 // error.
 func mendHistory(body []byte) ([]byte, []repair.Edit, error) {
 	var edits []repair.Edit
-	var fixes []splice
+	var fixes []wire.Splice
 	budget := maxHistoryMendBytes
 	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
 		if m.Get("role").String() != "assistant" {
@@ -62,9 +63,9 @@ func mendHistory(body []byte) ([]byte, []repair.Edit, error) {
 			if err != nil || len(e) == 0 {
 				return
 			}
-			val := jsonString(string(mended))
+			val := wire.Quote(string(mended))
 			if args.Exists() {
-				fixes = append(fixes, splice{start: args.Index, end: args.Index + len(args.Raw), with: []byte(val)})
+				fixes = append(fixes, wire.Splice{Start: args.Index, End: args.Index + len(args.Raw), With: []byte(val)})
 				edits = append(edits, e...)
 				return
 			}
@@ -79,7 +80,7 @@ func mendHistory(body []byte) ([]byte, []repair.Edit, error) {
 				if strings.TrimSpace(obj.Raw[1:len(obj.Raw)-1]) == "" {
 					sep = ""
 				}
-				fixes = append(fixes, splice{start: obj.Index + 1, end: obj.Index + 1, with: []byte(`"arguments":` + val + sep)})
+				fixes = append(fixes, wire.Splice{Start: obj.Index + 1, End: obj.Index + 1, With: []byte(`"arguments":` + val + sep)})
 				edits = append(edits, e...)
 			}
 		}
@@ -97,13 +98,13 @@ func mendHistory(body []byte) ([]byte, []repair.Edit, error) {
 		return true
 	})
 	for _, f := range fixes {
-		if f.start <= 0 {
+		if f.Start <= 0 {
 			return nil, nil, errors.New("mend history: the position of a call's arguments is unknown")
 		}
 	}
 	// A message's function_call may come before its tool_calls.
-	slices.SortFunc(fixes, func(a, b splice) int { return a.start - b.start })
-	out, err := applySplices(body, fixes)
+	slices.SortFunc(fixes, func(a, b wire.Splice) int { return a.Start - b.Start })
+	out, err := wire.ApplySplices(body, fixes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mend history: %w", err)
 	}

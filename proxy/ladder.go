@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // choice is one choice of a response that holds tool calls.
@@ -183,7 +184,7 @@ func (ex *exchange) run(first []byte, outreq *http.Request) (int, []byte, error)
 		if len(replies) == 0 {
 			return 0, first, nil
 		}
-		body, err := sumUsage(first, replies)
+		body, err := wire.SumUsage(first, "usage", replies)
 		if err != nil {
 			return 0, nil, writeFailed(err)
 		}
@@ -191,7 +192,7 @@ func (ex *exchange) run(first []byte, outreq *http.Request) (int, []byte, error)
 	case policy.FailDrop:
 		return ex.write(first, choices, replies)
 	default:
-		return http.StatusBadRequest, ex.failureError(choices).body(), nil
+		return http.StatusBadRequest, ex.failureError(choices).Body(), nil
 	}
 }
 
@@ -257,17 +258,17 @@ func firstInvalid(choices []*choice) *choice {
 // A rewrite that fails is an error: the reply must not go out as the model
 // sent it while counted as mended.
 func (ex *exchange) assemble(first []byte, choices []*choice, replies [][]byte) ([]byte, error) {
-	var edits []splice
+	var edits []wire.Splice
 	for _, ch := range choices {
 		el, dirty, err := ch.rewrite()
 		if err != nil {
 			return nil, fmt.Errorf("choice %d: %w", ch.pos, err)
 		}
 		if dirty {
-			edits = append(edits, splice{start: ch.start, end: ch.end, with: el})
+			edits = append(edits, wire.Splice{Start: ch.start, End: ch.end, With: el})
 		}
 	}
-	body, err := applySplices(first, edits)
+	body, err := wire.ApplySplices(first, edits)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +278,7 @@ func (ex *exchange) assemble(first []byte, choices []*choice, replies [][]byte) 
 				return nil, fmt.Errorf("set model: %w", err)
 			}
 		}
-		if body, err = sumUsage(body, replies); err != nil {
+		if body, err = wire.SumUsage(body, "usage", replies); err != nil {
 			return nil, err
 		}
 	}
@@ -334,15 +335,6 @@ func (ch *choice) rewrite() ([]byte, bool, error) {
 	return el, true, nil
 }
 
-// remove deletes path from body; a deletion that fails is an error.
-func remove(body []byte, path string) ([]byte, error) {
-	out, err := sjson.DeleteBytes(body, path)
-	if err != nil {
-		return nil, fmt.Errorf("delete %s: %w", path, err)
-	}
-	return out, nil
-}
-
 // callDetail is one invalid call in the failure body.
 type callDetail struct {
 	Choice int           `json:"choice"`
@@ -367,10 +359,10 @@ func (ex *exchange) failureError(choices []*choice) *apiError {
 			}
 			invalid++
 			if len(details) < maxDetailedCalls {
-				details = append(details, callDetail{Choice: ch.pos, Tool: clipString(c.name, 128), CallID: clipString(c.id, 128), Errors: errorDetails(c)})
+				details = append(details, callDetail{Choice: ch.pos, Tool: wire.Clip(c.name, 128), CallID: wire.Clip(c.id, 128), Errors: errorDetails(c)})
 			}
 			if len(names) < named {
-				names = append(names, fmt.Sprintf("%s (%s): %s", clipString(c.name, 64), clipString(c.id, 64), clipString(describeErrors(c), 500)))
+				names = append(names, fmt.Sprintf("%s (%s): %s", wire.Clip(c.name, 64), wire.Clip(c.id, 64), wire.Clip(describeErrors(c), 500)))
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // Request headers by which a client narrows its own request's handling.
@@ -121,9 +122,9 @@ func (ex *exchange) forceToolChoice(body []byte, ch *choice) ([]byte, error) {
 	if !force || ex.reasks != ex.reaskBudget(ch) {
 		return body, nil
 	}
-	name := jsonString(only)
+	name := wire.Quote(only)
 	if ch.legacy || (ex.tools.legacy && !gjson.GetBytes(body, "tools").Exists()) {
-		return patch(body, "function_call", `{"name":`+name+`}`)
+		return wire.Patch(body, "function_call", `{"name":`+name+`}`)
 	}
-	return patch(body, "tool_choice", `{"type":"function","function":{"name":`+name+`}}`)
+	return wire.Patch(body, "tool_choice", `{"type":"function","function":{"name":`+name+`}}`)
 }

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // reaskInstruction closes every re-ask: the model is told what to send back.
@@ -45,9 +45,9 @@ func (ex *exchange) reask(outreq *http.Request, ch *choice) ([]byte, error) {
 		return nil, fmt.Errorf("re-ask %d: %w", attempt, err)
 	}
 	if status < 200 || status > 299 {
-		return nil, fmt.Errorf("re-ask %d: the upstream answered with status %d: %s", attempt, status, clipString(string(reply), 300))
+		return nil, fmt.Errorf("re-ask %d: the upstream answered with status %d: %s", attempt, status, wire.Clip(string(reply), 300))
 	}
-	if err := strictJSON(reply, chatResponseShape); err != nil {
+	if err := wire.Strict(reply, chatResponseShape); err != nil {
 		return nil, fmt.Errorf("re-ask %d: the upstream's reply cannot be read unambiguously: %w", attempt, err)
 	}
 	ex.noteReply(attempt, reply)
@@ -93,21 +93,21 @@ func (ex *exchange) reaskBody(ch *choice, attempt int) ([]byte, []string, error)
 	msgs := append(ch.history, feedback...)
 	body := ex.body
 	if gjson.GetBytes(body, "stream").Bool() {
-		if body, err = patch(body, "stream", "false"); err != nil {
+		if body, err = wire.Patch(body, "stream", "false"); err != nil {
 			return nil, nil, err
 		}
-		if body, err = remove(body, "stream_options"); err != nil {
+		if body, err = wire.Delete(body, "stream_options"); err != nil {
 			return nil, nil, err
 		}
 	}
 	for _, m := range msgs {
-		if body, err = patch(body, "messages.-1", m); err != nil {
+		if body, err = wire.Patch(body, "messages.-1", m); err != nil {
 			return nil, nil, err
 		}
 	}
 	if n := gjson.GetBytes(body, "n"); n.Exists() && n.Int() != 1 {
 		// One choice is being corrected; ask for one.
-		if body, err = patch(body, "n", "1"); err != nil {
+		if body, err = wire.Patch(body, "n", "1"); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -144,7 +144,7 @@ func (ex *exchange) feedback(ch *choice, attempt int) ([]string, error) {
 			return nil, err
 		}
 		if !ch.legacy && c.id == "" {
-			withID, err := patch([]byte(parts[i]), "id", jsonString(ids[i]))
+			withID, err := wire.Patch([]byte(parts[i]), "id", wire.Quote(ids[i]))
 			if err != nil {
 				return nil, err
 			}
@@ -163,21 +163,21 @@ func (ex *exchange) feedback(ch *choice, attempt int) ([]string, error) {
 				b.WriteString("\n")
 			}
 		}
-		out = append(out, `{"role":"user","content":`+jsonString(b.String()+reaskInstruction)+`}`)
+		out = append(out, `{"role":"user","content":`+wire.Quote(b.String()+reaskInstruction)+`}`)
 		return out, nil
 	case ch.legacy:
 		out = append(out, `{"role":"assistant","content":`+ch.lastContent+`,"function_call":`+parts[0]+`}`)
-		out = append(out, `{"role":"function","name":`+jsonString(calls[0].name)+`,"content":`+jsonString(feedbackText(calls[0]))+`}`)
+		out = append(out, `{"role":"function","name":`+wire.Quote(calls[0].name)+`,"content":`+wire.Quote(feedbackText(calls[0]))+`}`)
 	default:
 		out = append(out, `{"role":"assistant","content":`+ch.lastContent+`,"tool_calls":[`+strings.Join(parts, ",")+`]}`)
 		room := maxFeedbackBytes
 		for i, c := range calls {
 			text := feedbackTextWithin(c, room)
 			room -= len(text)
-			out = append(out, `{"role":"tool","tool_call_id":`+jsonString(ids[i])+`,"content":`+jsonString(text)+`}`)
+			out = append(out, `{"role":"tool","tool_call_id":`+wire.Quote(ids[i])+`,"content":`+wire.Quote(text)+`}`)
 		}
 	}
-	out = append(out, `{"role":"user","content":`+jsonString(reaskInstruction)+`}`)
+	out = append(out, `{"role":"user","content":`+wire.Quote(reaskInstruction)+`}`)
 	return out, nil
 }
 
@@ -229,9 +229,4 @@ func (ex *exchange) send(rt http.RoundTripper, outreq *http.Request, body []byte
 		return 0, nil, err
 	}
 	return resp.StatusCode, b, nil
-}
-
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // What a client sends is read as the upstream will read it, or refused.
@@ -54,7 +55,7 @@ func checkRequest(r *http.Request) *apiError {
 	}
 	if r.Header.Get("Upgrade") != "" || headerHasToken(r.Header, "Connection", "upgrade") {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "upgrade_refused",
-			Msg: "toolguard does not switch protocols (Upgrade: " + clipString(r.Header.Get("Upgrade"), 40) + "): the traffic inside would not be inspected"}
+			Msg: "toolguard does not switch protocols (Upgrade: " + wire.Clip(r.Header.Get("Upgrade"), 40) + "): the traffic inside would not be inspected"}
 	}
 	for _, h := range []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"} {
 		if _, ok := r.Header[h]; ok {
@@ -67,18 +68,18 @@ func checkRequest(r *http.Request) *apiError {
 		// the upstream key toolguard adds included; CONNECT asks for a
 		// tunnel; methods no API defines may be routed anywhere.
 		return &apiError{Status: http.StatusNotImplemented, Type: "invalid_request_error", Code: "method_not_supported",
-			Msg: "toolguard does not forward " + clipString(r.Method, 40) + " requests: the API uses " + forwardedMethodList}
+			Msg: "toolguard does not forward " + wire.Clip(r.Method, 40) + " requests: the API uses " + forwardedMethodList}
 	}
 	if why := ambiguousPath(r); why != "" {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
-			Msg: "the path " + clipString(r.URL.EscapedPath(), 200) + " " + why + ": servers route such paths differently, so toolguard refuses them"}
+			Msg: "the path " + wire.Clip(r.URL.EscapedPath(), 200) + " " + why + ": servers route such paths differently, so toolguard refuses them"}
 	}
 	if trimmed := strings.TrimRight(r.URL.Path, "/"); len(trimmed) >= len(chatSuffix) &&
 		strings.EqualFold(trimmed[len(trimmed)-len(chatSuffix):], chatSuffix) {
 		p := trimmed[:len(trimmed)-len(chatSuffix)] + chatSuffix
 		if r.URL.Path != p {
 			return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
-				Msg: "send this request to " + clipString(p, 200) + " exactly: some servers route " + clipString(r.URL.Path, 200) + " to it, which would pass it uninspected"}
+				Msg: "send this request to " + wire.Clip(p, 200) + " exactly: some servers route " + wire.Clip(r.URL.Path, 200) + " to it, which would pass it uninspected"}
 		}
 		switch {
 		case r.Method == http.MethodPost:
@@ -148,7 +149,7 @@ func readChatRequest(r *http.Request, body []byte, max int64) ([]byte, *apiError
 	if ae != nil {
 		return nil, ae
 	}
-	if err := strictJSON(body, chatRequestShape); err != nil {
+	if err := wire.Strict(body, chatRequestShape); err != nil {
 		return nil, requestUnreadable(err)
 	}
 	if len(body) > 0 && body[firstNonSpace(body)] != '{' {
@@ -185,7 +186,7 @@ func checkCharset(h http.Header) *apiError {
 		v = strings.Trim(strings.TrimSpace(v), `"`)
 		if !strings.EqualFold(v, "utf-8") && !strings.EqualFold(v, "utf8") {
 			return &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_charset",
-				Msg: "toolguard reads chat requests in UTF-8, not " + strconv.Quote(clipString(v, 40)) + ": send the body in UTF-8, as JSON is"}
+				Msg: "toolguard reads chat requests in UTF-8, not " + strconv.Quote(wire.Clip(v, 40)) + ": send the body in UTF-8, as JSON is"}
 		}
 	}
 	return nil
@@ -237,7 +238,7 @@ func decodeBody(r *http.Request, body []byte, max int64) ([]byte, *apiError) {
 		}
 	default:
 		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_content_encoding",
-			Msg: "toolguard decodes request bodies in gzip or deflate, not " + clipString(enc, 40)}
+			Msg: "toolguard decodes request bodies in gzip or deflate, not " + wire.Clip(enc, 40)}
 	}
 	out, err := io.ReadAll(io.LimitReader(zr, max+1))
 	if err != nil {
@@ -303,7 +304,7 @@ func checkDeclarations(body []byte) *apiError {
 		case p.Exists() && p.Type != gjson.Null && !p.IsObject() && !p.IsBool():
 			err = invalid(where + "'s parameters are not a JSON schema (an object)")
 		case seen[name.Str]:
-			err = ambiguous(fmt.Sprintf("%s repeats the name %q: calls would be checked against the first declaration, and a client may run the last", where, clipString(name.Str, 64)))
+			err = ambiguous(fmt.Sprintf("%s repeats the name %q: calls would be checked against the first declaration, and a client may run the last", where, wire.Clip(name.Str, 64)))
 		}
 		seen[name.Str] = true
 		return err == nil
@@ -318,7 +319,7 @@ func checkDeclarations(body []byte) *apiError {
 		case !typ.Exists() || (typ.Type == gjson.String && typ.Str == "function"):
 			return function(where, fn)
 		case fn.Exists():
-			err = ambiguous(fmt.Sprintf("%s has type %s but carries a function: an upstream may read it as a function tool, which toolguard would not check", where, clipString(typ.Raw, 40)))
+			err = ambiguous(fmt.Sprintf("%s has type %s but carries a function: an upstream may read it as a function tool, which toolguard would not check", where, wire.Clip(typ.Raw, 40)))
 			return false
 		}
 		return true

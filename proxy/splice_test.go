@@ -6,20 +6,21 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 func TestApplySplices(t *testing.T) {
 	body := []byte(`{"a":1,"b":[2,3]}`)
-	got, err := applySplices(body, []splice{{start: 5, end: 6, with: []byte(`"x"`)}, {start: 11, end: 16, with: []byte(`[]`)}})
+	got, err := wire.ApplySplices(body, []wire.Splice{{Start: 5, End: 6, With: []byte(`"x"`)}, {Start: 11, End: 16, With: []byte(`[]`)}})
 	if err != nil || string(got) != `{"a":"x","b":[]}` {
 		t.Fatalf("got %s, %v", got, err)
 	}
-	for _, bad := range [][]splice{
-		{{start: 5, end: 6}, {start: 4, end: 5}}, // out of order
-		{{start: 6, end: 5}},                     // backwards
-		{{start: 5, end: 99}},                    // past the end
+	for _, bad := range [][]wire.Splice{
+		{{Start: 5, End: 6}, {Start: 4, End: 5}}, // out of order
+		{{Start: 6, End: 5}},                     // backwards
+		{{Start: 5, End: 99}},                    // past the end
 	} {
-		if _, err := applySplices(body, bad); err == nil {
+		if _, err := wire.ApplySplices(body, bad); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
 	}
@@ -35,7 +36,7 @@ func TestSumUsageIsBounded(t *testing.T) {
 	}
 	b.WriteString(`}}`)
 	base := []byte(b.String())
-	out, err := sumUsage(base, [][]byte{base, []byte(`{"usage":{"prompt_tokens":2,"completion_tokens_details":{"reasoning_tokens":7}}}`)})
+	out, err := wire.SumUsage(base, "usage", [][]byte{base, []byte(`{"usage":{"prompt_tokens":2,"completion_tokens_details":{"reasoning_tokens":7}}}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

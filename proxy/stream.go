@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // streamReader replaces the body of a streamed chat completion. It reads the
@@ -27,7 +28,7 @@ type streamReader struct {
 	up     io.ReadCloser
 	outreq *http.Request
 
-	split   sseSplitter
+	split   wire.Splitter
 	scratch []byte
 	out     bytes.Buffer
 	eof     bool   // the upstream body is exhausted
@@ -88,7 +89,7 @@ func (r *streamReader) step() {
 		r.handle(ev)
 	}
 	for !r.done {
-		ev, ok := r.split.next()
+		ev, ok := r.split.Next()
 		if !ok {
 			break
 		}
@@ -106,7 +107,7 @@ func (r *streamReader) step() {
 			Msg: "the upstream's stream ended before data: [DONE]"}, nil)
 		return
 	}
-	if int64(r.split.buffered()) > r.ex.h.cfg.MaxResponseBytes {
+	if int64(r.split.Buffered()) > r.ex.h.cfg.MaxResponseBytes {
 		// Every whole event has been handled: what is left is part of
 		// one. (Checked before reading, not after: one read can bring
 		// many small events.)
@@ -115,11 +116,11 @@ func (r *streamReader) step() {
 		return
 	}
 	n, err := r.up.Read(r.scratch)
-	r.split.feed(r.scratch[:n])
+	r.split.Feed(r.scratch[:n])
 	switch {
 	case err == io.EOF:
 		r.eof = true
-		r.split.end()
+		r.split.End()
 	case err != nil:
 		if r.ex.ctx.Err() != nil {
 			// The client is gone: nobody to tell.
@@ -161,7 +162,7 @@ func (r *streamReader) handle(ev []byte) {
 			Msg: "a line of the upstream's stream starts with a byte order mark, which clients read differently"}, nil)
 		return
 	}
-	data, ok := eventData(ev)
+	data, ok := wire.EventData(ev)
 	if !ok {
 		r.out.Write(ev) // comments and other fields pass through
 		return
@@ -170,13 +171,13 @@ func (r *streamReader) handle(ev []byte) {
 		r.finish(ev)
 		return
 	}
-	if err := strictJSON(data, chatChunkShape); err != nil {
+	if err := wire.Strict(data, chatChunkShape); err != nil {
 		// A broken or ambiguous event could hold part of a tool call that
 		// a client reads differently from toolguard.
 		ae := malformedReply(err)
 		if ae.Code == "upstream_invalid_json" {
 			ae = &apiError{Type: "upstream_error", Code: "upstream_invalid_event",
-				Msg: "the upstream sent a stream event that is not JSON (" + clipString(err.Error(), 200) + ")"}
+				Msg: "the upstream sent a stream event that is not JSON (" + wire.Clip(err.Error(), 200) + ")"}
 		}
 		r.fail(ae, nil)
 		return
@@ -466,8 +467,8 @@ func (r *streamReader) finish(done []byte) {
 	}
 	if r.usage != nil {
 		if len(r.replies) > 0 {
-			if data, ok := eventData(r.usage); ok {
-				summed, err := sumUsage(data, r.replies)
+			if data, ok := wire.EventData(r.usage); ok {
+				summed, err := wire.SumUsage(data, "usage", r.replies)
 				if err != nil {
 					r.fail(writeFailed(err), err)
 					return
@@ -498,7 +499,7 @@ func (r *streamReader) fail(ae *apiError, cause error) {
 		r.ex.outcome = outcomeFailed
 		fmt.Fprintf(&r.out, ": toolguard outcome=%s reasks=%d\n\n", outcomeFailed, r.ex.reasks)
 	}
-	r.writeData(ae.body())
+	r.writeData(ae.Body())
 	r.done = true
 	if cause != nil {
 		r.ex.h.log.WarnContext(r.outreq.Context(), "streamed chat completion failed", "code", ae.Code, "error", ae.Error())

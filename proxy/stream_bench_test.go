@@ -3,6 +3,8 @@ package proxy
 import (
 	"strings"
 	"testing"
+
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // BenchmarkStreamEventRead is what every data event of a stream costs
@@ -28,8 +30,8 @@ func BenchmarkStreamEventRead(b *testing.B) {
 				if bomAtLineStart(ev) {
 					b.Fatal("byte order mark")
 				}
-				data, _ := eventData(ev)
-				if err := strictJSON(data, chatChunkShape); err != nil {
+				data, _ := wire.EventData(ev)
+				if err := wire.Strict(data, chatChunkShape); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // What a stream may hold, whatever the upstream sends: OpenAI allows at most
@@ -94,7 +95,7 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 		case i.Type != gjson.Null: // null: read as missing
 			var ok bool
 			if idx, ok = plainIndex(i); !ok {
-				r.fail(malformedReply(fmt.Errorf("a tool-call index is %s, not a non-negative integer", clipString(i.Raw, 32))), nil)
+				r.fail(malformedReply(fmt.Errorf("a tool-call index is %s, not a non-negative integer", wire.Clip(i.Raw, 32))), nil)
 				return nil
 			}
 		case sc.last >= 0:
@@ -140,7 +141,7 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 	switch n := fn.Get("name"); {
 	case n.Type == gjson.Null:
 	case n.Type != gjson.String:
-		r.fail(malformedReply(fmt.Errorf("the name of call %q is not a string", clipString(p.id, 64))), nil)
+		r.fail(malformedReply(fmt.Errorf("the name of call %q is not a string", wire.Clip(p.id, 64))), nil)
 		return p
 	case n.Str == "":
 	default:
@@ -178,7 +179,7 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 	default:
 		// String fragments and a JSON value for one call: no client reads
 		// that as one thing.
-		r.fail(malformedReply(fmt.Errorf("the arguments of call %q mix string fragments and a JSON %s", clipString(p.id, 64), typeOf(a))), nil)
+		r.fail(malformedReply(fmt.Errorf("the arguments of call %q mix string fragments and a JSON %s", wire.Clip(p.id, 64), typeOf(a))), nil)
 	}
 	return p
 }
@@ -199,20 +200,20 @@ func typeOf(r gjson.Result) string {
 
 // object renders the accumulated call as a non-streamed tool call.
 func (p *partialCall) object(legacy bool) string {
-	args := jsonString(string(p.args))
+	args := wire.Quote(string(p.args))
 	switch {
 	case p.nonString != "":
 		args = p.nonString
 	case p.sawNull && len(p.args) == 0:
 		args = "null"
 	}
-	fn := `{"name":` + jsonString(p.name) + `,"arguments":` + args + `}`
+	fn := `{"name":` + wire.Quote(p.name) + `,"arguments":` + args + `}`
 	if legacy {
 		return fn
 	}
 	obj := `{"type":"function","function":` + fn + `}`
 	if p.id != "" {
-		obj = `{"id":` + jsonString(p.id) + `,"type":"function","function":` + fn + `}`
+		obj = `{"id":` + wire.Quote(p.id) + `,"type":"function","function":` + fn + `}`
 	}
 	return obj
 }
@@ -297,7 +298,7 @@ func (r *streamReader) settle(sc *streamChoice) {
 	ex.calls = append(ex.calls, calls...)
 	content := "null"
 	if len(sc.content) > 0 {
-		content = jsonString(string(sc.content))
+		content = wire.Quote(string(sc.content))
 	}
 	ch := &choice{pos: int(sc.index), legacy: sc.legacy, calls: calls, lastContent: content, lastCalls: calls}
 	for ch.invalid() && ex.reasks < ex.reaskBudget(ch) {
@@ -393,14 +394,14 @@ func (r *streamReader) release(sc *streamChoice, c *call) {
 	if c.valid() && c.tool != nil {
 		name = c.tool.name
 	}
-	fn := `{"name":` + jsonString(name) + `,"arguments":` + jsonString(string(c.args)) + `}`
+	fn := `{"name":` + wire.Quote(name) + `,"arguments":` + wire.Quote(string(c.args)) + `}`
 	var delta string
 	if sc.legacy {
 		delta = `{"function_call":` + fn + `}`
 	} else {
 		id := ""
 		if c.id != "" {
-			id = `"id":` + jsonString(c.id) + `,`
+			id = `"id":` + wire.Quote(c.id) + `,`
 		}
 		delta = `{"tool_calls":[{"index":` + strconv.Itoa(sc.released) + `,` + id + `"type":"function","function":` + fn + `}]}`
 	}
@@ -434,7 +435,7 @@ func (sc *streamChoice) partialOf(c *call) *partialCall {
 func (r *streamReader) unhold(sc *streamChoice) {
 	sc.synthesize = true
 	for _, h := range sc.held {
-		data, _ := eventData(h.ev)
+		data, _ := wire.EventData(h.ev)
 		chunk := data
 		var err error
 		for _, k := range []string{"tool_calls", "function_call"} {

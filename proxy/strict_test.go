@@ -3,6 +3,8 @@ package proxy
 import (
 	"strings"
 	"testing"
+
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 func TestStrictJSON(t *testing.T) {
@@ -39,7 +41,7 @@ func TestStrictJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := strictJSON([]byte(tt.body), chatRequestShape)
+			err := wire.Strict([]byte(tt.body), chatRequestShape)
 			switch {
 			case tt.reason == "" && err != nil:
 				t.Fatalf("refused: %v", err)

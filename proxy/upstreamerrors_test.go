@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"log/slog"
+
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy"
-	"log/slog"
 )
 
 // TestUpstreamErrorsSayWhatFailed: a name that does not resolve, a port

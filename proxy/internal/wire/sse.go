@@ -1,33 +1,33 @@
-package proxy
+package wire
 
 import "bytes"
 
-// sseSplitter cuts a byte stream into Server-Sent Events. A network read can
-// end anywhere (inside a line, inside a UTF-8 character), so bytes are kept
+// Splitter cuts a byte stream into Server-Sent Events. A network read can
+// End anywhere (inside a line, inside a UTF-8 character), so bytes are kept
 // until the blank line that ends an event arrives. Lines end in LF, CRLF or
 // a lone CR, as the SSE specification says and clients read them: an event
 // framed by lone CRs that toolguard did not split would reach clients as
 // data it never saw.
-type sseSplitter struct {
+type Splitter struct {
 	buf       []byte
 	scanned   int // bytes of buf already searched for a line end
 	lineStart int // where the line being scanned starts
 	eof       bool
 }
 
-// feed appends bytes read from the network.
-func (s *sseSplitter) feed(b []byte) { s.buf = append(s.buf, b...) }
+// Feed appends bytes read from the network.
+func (s *Splitter) Feed(b []byte) { s.buf = append(s.buf, b...) }
 
-// end says no more bytes will come: a CR at the very end is a line end.
-func (s *sseSplitter) end() { s.eof = true }
+// End says no more bytes will come: a CR at the very end is a line end.
+func (s *Splitter) End() { s.eof = true }
 
-// buffered is the number of bytes held that do not yet form an event.
-func (s *sseSplitter) buffered() int { return len(s.buf) }
+// Buffered is the number of bytes held that do not yet form an event.
+func (s *Splitter) Buffered() int { return len(s.buf) }
 
-// next returns the next whole event, raw (its blank line included), or false
+// Next returns the next whole event, raw (its blank line included), or false
 // when no whole event is buffered. The returned slice is valid until the next
 // call to feed.
-func (s *sseSplitter) next() ([]byte, bool) {
+func (s *Splitter) Next() ([]byte, bool) {
 	for {
 		i := bytes.IndexAny(s.buf[s.scanned:], "\r\n")
 		if i < 0 {
@@ -58,15 +58,15 @@ func (s *sseSplitter) next() ([]byte, bool) {
 	}
 }
 
-// rest returns the bytes left over when the stream ends, which do not form a
+// Rest returns the bytes left over when the stream ends, which do not form a
 // whole event.
-func (s *sseSplitter) rest() []byte { return s.buf }
+func (s *Splitter) Rest() []byte { return s.buf }
 
-// eventData returns the data of an event: its data lines joined by "\n",
+// EventData returns the data of an event: its data lines joined by "\n",
 // and whether it had any. Lines end in LF, CRLF or CR; a field is "data"
 // followed by a colon and at most one space, or "data" alone. The data of
 // an event of one data line, as nearly every event is, is a slice of ev.
-func eventData(ev []byte) ([]byte, bool) {
+func EventData(ev []byte) ([]byte, bool) {
 	var data []byte
 	lines := 0
 	for len(ev) > 0 {

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"bytes"
@@ -28,19 +28,19 @@ import (
 //     mark, NaN and Infinity, data after the value, invalid UTF-8 (which Go
 //     replaces and Python refuses), UTF-16.
 //
-// strictJSON refuses all of these. It tokenises the body once with jsontext,
+// Strict refuses all of these. It tokenises the body once with jsontext,
 // which rejects duplicate names, invalid UTF-8 and anything beyond RFC 8259,
-// and checks the objects toolguard reads (described by a shape) for names
+// and checks the objects toolguard reads (described by a Shape) for names
 // that differ from one it reads only in case. What passes is read the same
 // way by gjson and by every common parser.
 
-// shape names the members of an object that toolguard reads, each with the
-// shape of its value. A shape applies to an object, and to each element of
-// an array. A nil shape means toolguard reads the value but nothing inside.
-type shape map[string]shape
+// Shape names the members of an object that toolguard reads, each with the
+// Shape of its value. A Shape applies to an object, and to each element of
+// an array. A nil Shape means toolguard reads the value but nothing inside.
+type Shape map[string]Shape
 
-// strictError says why a body cannot be read unambiguously.
-type strictError struct {
+// StrictError says why a body cannot be read unambiguously.
+type StrictError struct {
 	Pointer string // where, as a JSON pointer ("" for the whole body)
 	Reason  string
 	// Ambiguous is set when the body is JSON that parsers read
@@ -49,19 +49,19 @@ type strictError struct {
 	Ambiguous bool
 }
 
-func (e *strictError) Error() string {
+func (e *StrictError) Error() string {
 	if e.Pointer == "" {
 		return e.Reason
 	}
-	return e.Reason + " at " + clipString(e.Pointer, 120)
+	return e.Reason + " at " + Clip(e.Pointer, 120)
 }
 
-// strictJSON reports whether body is exactly one JSON value that every
+// Strict reports whether body is exactly one JSON value that every
 // common parser reads as toolguard does; s describes the objects whose member
 // names toolguard reads.
-func strictJSON(body []byte, s shape) error {
+func Strict(body []byte, s Shape) error {
 	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) {
-		return &strictError{Reason: "the body starts with a byte order mark"}
+		return &StrictError{Reason: "the body starts with a byte order mark"}
 	}
 	st := strictPool.Get().(*strictState)
 	defer strictPool.Put(st)
@@ -72,7 +72,7 @@ func strictJSON(body []byte, s shape) error {
 		return err
 	}
 	if _, err := st.d.ReadToken(); err != io.EOF {
-		return &strictError{Reason: "the body holds more than one JSON value"}
+		return &StrictError{Reason: "the body holds more than one JSON value"}
 	}
 	return nil
 }
@@ -93,7 +93,7 @@ var strictPool = sync.Pool{New: func() any {
 
 // walkStrict reads one value from d, checking the member names of objects
 // that s describes.
-func walkStrict(d *jsontext.Decoder, s shape) error {
+func walkStrict(d *jsontext.Decoder, s Shape) error {
 	if s == nil {
 		// Still tokenised: jsontext checks duplicate names, UTF-8 and
 		// syntax in values toolguard does not read.
@@ -127,8 +127,8 @@ func walkStrict(d *jsontext.Decoder, s shape) error {
 				ns := unsafe.String(unsafe.SliceData(n), len(n))
 				for k := range s {
 					if foldsTo(k, ns) {
-						return &strictError{Pointer: string(d.StackPointer()), Ambiguous: true,
-							Reason: fmt.Sprintf("member %q differs from %q only in letter case", clipString(string(n), 64), k)}
+						return &StrictError{Pointer: string(d.StackPointer()), Ambiguous: true,
+							Reason: fmt.Sprintf("member %q differs from %q only in letter case", Clip(string(n), 64), k)}
 					}
 				}
 			}
@@ -175,18 +175,18 @@ func foldsTo(known, name string) bool {
 	return name == ""
 }
 
-// syntaxError turns a jsontext error into a strictError that says what is
+// syntaxError turns a jsontext error into a StrictError that says what is
 // wrong in words a client can act on.
 func syntaxError(d *jsontext.Decoder, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return &strictError{Reason: "the body ends before its JSON value does"}
+		return &StrictError{Reason: "the body ends before its JSON value does"}
 	}
 	reason := "the body is not valid JSON"
 	var se *jsontext.SyntacticError
 	if errors.As(err, &se) {
 		switch {
 		case errors.Is(se.Err, jsontext.ErrDuplicateName):
-			return &strictError{Pointer: string(se.JSONPointer), Reason: "duplicate member name", Ambiguous: true}
+			return &StrictError{Pointer: string(se.JSONPointer), Reason: "duplicate member name", Ambiguous: true}
 		case errors.Is(se.Err, jsontext.ErrNonStringName):
 			reason = "an object member name is not a string"
 		case strings.Contains(se.Err.Error(), "UTF-8"):
@@ -194,37 +194,7 @@ func syntaxError(d *jsontext.Decoder, err error) error {
 		default:
 			reason = "the body is not valid JSON (" + se.Err.Error() + ")"
 		}
-		return &strictError{Pointer: string(se.JSONPointer), Reason: reason}
+		return &StrictError{Pointer: string(se.JSONPointer), Reason: reason}
 	}
-	return &strictError{Pointer: string(d.StackPointer()), Reason: reason}
+	return &StrictError{Pointer: string(d.StackPointer()), Reason: reason}
 }
-
-// The shapes of the chat completion bodies that toolguard reads.
-var (
-	chatFunctionShape = shape{"name": nil, "arguments": nil, "parameters": nil, "description": nil, "strict": nil}
-	chatCallShape     = shape{"id": nil, "type": nil, "index": nil, "function": chatFunctionShape}
-	chatMessageShape  = shape{
-		"role": nil, "content": nil, "refusal": nil, "name": nil, "tool_call_id": nil,
-		"tool_calls": chatCallShape, "function_call": chatFunctionShape,
-		"reasoning_content": nil, "reasoning": nil,
-	}
-	chatRequestShape = shape{
-		"model": nil, "stream": nil, "n": nil, "stream_options": shape{"include_usage": nil},
-		"messages":      chatMessageShape,
-		"tools":         shape{"type": nil, "function": chatFunctionShape},
-		"functions":     chatFunctionShape,
-		"tool_choice":   shape{"type": nil, "function": chatFunctionShape},
-		"function_call": chatFunctionShape,
-		"response_format": shape{"type": nil, "json_schema": shape{
-			"name": nil, "schema": nil, "strict": nil, "description": nil}},
-	}
-	chatUsageShape    = shape{"prompt_tokens": nil, "completion_tokens": nil, "total_tokens": nil}
-	chatResponseShape = shape{
-		"model": nil, "usage": chatUsageShape, "error": nil,
-		"choices": shape{"index": nil, "finish_reason": nil, "message": chatMessageShape},
-	}
-	chatChunkShape = shape{
-		"model": nil, "usage": chatUsageShape, "error": nil,
-		"choices": shape{"index": nil, "finish_reason": nil, "delta": chatMessageShape},
-	}
-)

@@ -1,4 +1,4 @@
-package proxy
+package wire
 
 import (
 	"fmt"
@@ -13,13 +13,14 @@ import (
 // dozen, and a reply must not make toolguard track thousands.
 const maxUsageFields = 64
 
-// sumUsage adds the usage of every reply to the base response's usage, field
+// SumUsage adds the usage of every reply (at "usage" in each) to the usage
+// object at path at of base, field
 // by field at any depth (prompt_tokens, completion_tokens_details.*, a
 // provider's cost...), so the client sees what all the attempts cost. The
 // numbers already in base are replaced in one pass over it; fields only the
 // replies have are added after. Fields past the first maxUsageFields are
 // left as base has them.
-func sumUsage(base []byte, replies [][]byte) ([]byte, error) {
+func SumUsage(base []byte, at string, replies [][]byte) ([]byte, error) {
 	type total struct {
 		i     int64
 		f     float64
@@ -29,7 +30,11 @@ func sumUsage(base []byte, replies [][]byte) ([]byte, error) {
 	sums := map[string]*total{}
 	var order []string
 	add := func(body []byte, isBase bool) {
-		walkNumbers(gjson.GetBytes(body, "usage"), "", func(path string, v gjson.Result) {
+		path := "usage"
+		if isBase {
+			path = at
+		}
+		walkNumbers(gjson.GetBytes(body, path), "", func(path string, v gjson.Result) {
 			t := sums[path]
 			if t == nil {
 				if len(order) == maxUsageFields {
@@ -58,7 +63,7 @@ func sumUsage(base []byte, replies [][]byte) ([]byte, error) {
 	if len(order) == 0 {
 		return base, nil
 	}
-	var edits []splice
+	var edits []Splice
 	var added []string
 	for _, p := range order {
 		t := sums[p]
@@ -67,18 +72,18 @@ func sumUsage(base []byte, replies [][]byte) ([]byte, error) {
 			v = strconv.FormatFloat(t.f, 'g', -1, 64)
 		}
 		if at := t.at; at.Exists() && at.Index > 0 && string(base[at.Index:at.Index+len(at.Raw)]) == at.Raw {
-			edits = append(edits, splice{start: at.Index, end: at.Index + len(at.Raw), with: []byte(v)})
+			edits = append(edits, Splice{Start: at.Index, End: at.Index + len(at.Raw), With: []byte(v)})
 		} else {
 			added = append(added, p, v)
 		}
 	}
-	slices.SortFunc(edits, func(a, b splice) int { return a.start - b.start })
-	out, err := applySplices(base, edits)
+	slices.SortFunc(edits, func(a, b Splice) int { return a.Start - b.Start })
+	out, err := ApplySplices(base, edits)
 	if err != nil {
 		return nil, fmt.Errorf("sum usage: %w", err)
 	}
 	for i := 0; i < len(added); i += 2 {
-		if out, err = sjson.SetRawBytes(out, "usage."+added[i], []byte(added[i+1])); err != nil {
+		if out, err = sjson.SetRawBytes(out, at+"."+added[i], []byte(added[i+1])); err != nil {
 			return nil, fmt.Errorf("sum usage: set %s: %w", added[i], err)
 		}
 	}
