@@ -10,7 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
+	"github.com/toolguard/toolguard/repair"
 )
 
 // requestInfo follows one request through the handler, for its log line and
@@ -112,7 +114,7 @@ func (h *Handler) finish(rec *recorder, r *http.Request, info *requestInfo) {
 	total := time.Since(info.start)
 	upstream := time.Duration(info.upstreamNanos.Load())
 	ex := info.ex
-	if ex != nil && ex.outcome == "" {
+	if ex != nil && ex.x.Outcome == "" {
 		ex = nil
 	}
 	var overhead time.Duration
@@ -145,22 +147,22 @@ func (h *Handler) finish(rec *recorder, r *http.Request, info *requestInfo) {
 	}
 	if ex != nil {
 		var repairs []string
-		for _, c := range ex.calls {
-			if c.valid() {
-				for _, e := range c.edits {
-					repairs = append(repairs, string(e.Kind)+" "+pointerOrRoot(e.Path))
+		for _, c := range ex.x.Calls {
+			if c.Valid() {
+				for _, e := range c.Edits {
+					repairs = append(repairs, string(e.Kind)+" "+ladder.PointerOrRoot(e.Path))
 				}
 			}
 		}
 		attrs = append(attrs,
-			slog.String("outcome", string(ex.outcome)),
-			slog.Int("attempts", ex.reasks+1),
-			slog.Int("reasks", ex.reasks),
+			slog.String("outcome", string(ex.x.Outcome)),
+			slog.Int("attempts", ex.x.Reasks+1),
+			slog.Int("reasks", ex.x.Reasks),
 			slog.Any("repairs", repairs),
 			slog.Float64("overhead_ms", millis(overhead)),
 		)
-		if ex.gaveUp != "" {
-			attrs = append(attrs, slog.String("gave_up", h.redact(ex.gaveUp, r)))
+		if ex.x.GaveUp != nil {
+			attrs = append(attrs, slog.String("gave_up", h.redact(ex.x.GaveUp.Error(), r)))
 		}
 	}
 	h.log.LogAttrs(r.Context(), level, "request", attrs...)
@@ -177,19 +179,19 @@ func (ex *exchange) logResult(r *http.Request) {
 		info.ex = ex
 	}
 	h := ex.h
-	for _, c := range ex.calls {
-		if c.valid() {
+	for _, c := range ex.x.Calls {
+		if c.Valid() {
 			continue
 		}
 		attrs := []slog.Attr{
-			slog.String("tool", wire.Clip(c.name, 128)),
-			slog.String("call_id", wire.Clip(c.id, 128)),
-			slog.Int("attempt", c.attempt),
+			slog.String("tool", wire.Clip(c.Name, 128)),
+			slog.String("call_id", wire.Clip(c.ID, 128)),
+			slog.Int("attempt", c.Attempt),
 		}
 		if h.cfg.LogArguments {
 			attrs = append(attrs,
-				slog.String("errors", h.redact(wire.Clip(describeErrors(c), 2048), r)),
-				slog.String("arguments", h.redact(wire.Clip(c.rawArgs, 2048), r)))
+				slog.String("errors", h.redact(wire.Clip(ladder.Describe(c), 2048), r)),
+				slog.String("arguments", h.redact(wire.Clip(c.RawArgs, 2048), r)))
 		} else {
 			attrs = append(attrs, slog.String("errors", errorLocations(c)))
 		}
@@ -199,13 +201,13 @@ func (ex *exchange) logResult(r *http.Request) {
 
 // errorLocations renders a call's errors as paths and keywords only: the
 // validator's messages may quote the value found.
-func errorLocations(c *call) string {
+func errorLocations(c *ladder.Call) string {
 	var b strings.Builder
-	for i, e := range c.errs {
+	for i, e := range c.Errs {
 		if i > 0 {
 			b.WriteString("; ")
 		}
-		b.WriteString(pointerOrRoot(e.Path) + ": " + e.Keyword)
+		b.WriteString(ladder.PointerOrRoot(e.Path) + ": " + e.Keyword)
 	}
 	return wire.Clip(b.String(), 2048)
 }
@@ -283,4 +285,14 @@ func (b *timedBody) Read(p []byte) (int, error) {
 func (b *timedBody) Close() error {
 	b.once.Do(b.done)
 	return b.ReadCloser.Close()
+}
+
+// editSummary names each edit by kind and path, without the values (they are
+// argument values, which the log may not hold).
+func editSummary(edits []repair.Edit) []string {
+	out := make([]string, len(edits))
+	for i, e := range edits {
+		out[i] = string(e.Kind) + " " + e.Path
+	}
+	return out
 }

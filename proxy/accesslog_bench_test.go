@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/repair"
 )
 
@@ -37,13 +38,13 @@ func BenchmarkFinish(b *testing.B) {
 			}
 			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
 			r.Pattern = "POST /v1/chat/completions"
-			c := &call{name: "click", tool: &tool{name: "click"}}
-			outcome := outcomeValid
+			c := &ladder.Call{Name: "click", Tool: &ladder.Tool{Name: "click"}}
+			outcome := ladder.OutcomeValid
 			if tt.edits > 0 {
-				c.edits = []repair.Edit{{Kind: repair.KindRenameKey, Path: "/element"}}
-				outcome = outcomeRepaired
+				c.Edits = []repair.Edit{{Kind: repair.KindRenameKey, Path: "/element"}}
+				outcome = ladder.OutcomeRepaired
 			}
-			ex := &exchange{h: h, outcome: outcome, calls: []*call{c}}
+			ex := &exchange{h: h, x: &ladder.Exchange{Outcome: outcome, Calls: []*ladder.Call{c}}}
 			rec := &recorder{ResponseWriter: httptest.NewRecorder(), status: http.StatusOK, bytes: 470}
 			b.ReportAllocs()
 			for b.Loop() {

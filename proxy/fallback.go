@@ -10,8 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
 	"github.com/tidwall/gjson"
-	"github.com/toolguard/toolguard/policy"
-	"github.com/toolguard/toolguard/proxy/internal/wire"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
 )
 
 // fallback is where the last re-ask goes when a fallback is configured.
@@ -78,49 +77,31 @@ func (h *Handler) logBreaker(name string, from, to gobreaker.State) {
 		"failures", h.cfg.BreakerFailures, "cooldown", h.cfg.BreakerCooldown.String())
 }
 
-// fallback routes the last re-ask of a choice to the fallback, when one is
-// configured and every tool whose calls are still invalid allows it: the
-// body names the fallback model, and the request goes to the fallback
-// endpoint if there is one. Anything else is returned as it was, with the
-// primary upstream's transport.
-func (ex *exchange) fallback(outreq *http.Request, body []byte, ch *choice) (http.RoundTripper, *http.Request, []byte, error) {
+// toFallback routes a turn's last re-ask to the fallback (its body already
+// names the fallback's model, if the policy names one): to the fallback
+// endpoint if there is one, through its breaker, and to the primary
+// upstream otherwise.
+func (ex *exchange) toFallback(attempt int, body []byte) (http.RoundTripper, *http.Request) {
 	fb := ex.h.fallback
-	model, ok := ex.fallbackModel(ch)
-	if !ok || ex.reasks != ex.reaskBudget(ch) {
-		return ex.h.rt, outreq, body, nil
-	}
-	rt, where := ex.h.rt, upstreamPrimary
-	if model != "" {
-		var err error
-		if body, err = wire.Patch(body, "model", wire.Quote(model)); err != nil {
-			return nil, nil, nil, err
-		}
-	}
+	rt, outreq, where := ex.h.rt, ex.outreq, upstreamPrimary
 	if fb.url != nil {
-		rt, where, outreq = fb.rt, upstreamFallback, fb.request(outreq)
+		rt, where, outreq = fb.rt, upstreamFallback, fb.request(outreq, ex.f.path)
 	}
-	ex.fb = fallbackUse{attempt: ex.reasks}
+	ex.fb = fallbackUse{attempt: attempt}
 	fb.reasks.WithLabelValues(where).Inc()
-	ex.h.log.InfoContext(ex.ctx, "re-asking the fallback", "attempt", ex.reasks, "upstream", where,
+	ex.h.log.InfoContext(ex.ctx, "re-asking the fallback", "attempt", attempt, "upstream", where,
 		"model", gjson.GetBytes(body, "model").String())
-	return rt, outreq, body, nil
-}
-
-// fallbackModel says whether the choice's last re-ask may go to the
-// fallback, and with which model ("" keeps the request's)
-// (policy.FallbackModel).
-func (ex *exchange) fallbackModel(ch *choice) (string, bool) {
-	return policy.FallbackModel(ex.failingRules(ch))
+	return rt, outreq
 }
 
 // request points a clone of the first attempt's outgoing request at the
-// fallback endpoint's /chat/completions, with the fallback's credentials:
+// fallback endpoint's path (the format's route below its base URL), with the fallback's credentials:
 // its own key if set; none if TOOLGUARD_UPSTREAM_API_KEY is set, so the
 // upstream's key never goes to another host; the client's otherwise.
-func (fb *fallback) request(outreq *http.Request) *http.Request {
+func (fb *fallback) request(outreq *http.Request, path string) *http.Request {
 	req := outreq.Clone(outreq.Context())
 	u := *fb.url
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/chat/completions"
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	u.RawPath = ""
 	req.URL, req.Host = &u, ""
 	if fb.key != "" || fb.primaryKey {
@@ -134,19 +115,12 @@ func (fb *fallback) request(outreq *http.Request) *http.Request {
 	return req
 }
 
-// noteReply keeps the model that answered the fallback's re-ask.
-func (ex *exchange) noteReply(attempt int, reply []byte) {
-	if attempt == ex.fb.attempt {
-		ex.fb.model = gjson.GetBytes(reply, "model").String()
+// fallbackModelOf names the model of the fallback's reply for a call it
+// wrote, "" for any other call: a stream's chunks keep the first chunk's
+// envelope, but these calls were written by another model.
+func (ex *exchange) fallbackModelOf(c *ladder.Call) string {
+	if ex.fb.attempt == 0 || c.Attempt != ex.fb.attempt {
+		return ""
 	}
-}
-
-// fallbackChunk gives a released chunk that carries a call of the
-// fallback's reply the fallback's model: the stream's other chunks keep the
-// first chunk's envelope, but these were written by another model.
-func (ex *exchange) fallbackChunk(chunk []byte, c *call) ([]byte, error) {
-	if ex.fb.attempt == 0 || c.attempt != ex.fb.attempt || ex.fb.model == "" {
-		return chunk, nil
-	}
-	return wire.Patch(chunk, "model", wire.Quote(ex.fb.model))
+	return ex.fb.model
 }

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/internal/faulty"
 	"github.com/toolguard/toolguard/internal/recording"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/chat"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/validate"
 )
@@ -59,7 +59,7 @@ func fuzzExchange(t testing.TB, onFailure policy.OnFailure) *exchange {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	return &exchange{h: h, ctx: context.Background(), body: body, tools: declaredTools(body), pol: pol, start: time.Now()}
+	return h.newExchange(context.Background(), chatFormat, chatFormat.open(body), pol)
 }
 
 // validClick reports whether a call object names click with valid arguments.
@@ -143,9 +143,9 @@ func FuzzStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
 			ex := fuzzExchange(t, onFailure)
-			r := &streamReader{ex: ex, up: io.NopCloser(&chunkedReader{in, int(step) + 1}), outreq: httptest.NewRequest("POST", "/", nil),
-				scratch: make([]byte, 512), choices: map[int64]*streamChoice{}}
-			out, err := io.ReadAll(io.LimitReader(r, 64<<20))
+			resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(&chunkedReader{in, int(step) + 1})}
+			ex.stream(resp)
+			out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 			if err != nil {
 				t.Fatalf("read: %v", err)
 			}
@@ -223,12 +223,12 @@ func checkStreamRead(t *testing.T, out []byte) {
 func FuzzResponse(f *testing.F) {
 	seedRecordings(f, func(s string) { f.Add([]byte(s)) })
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if wire.Strict(in, chatResponseShape) != nil {
+		if chatFormat.open([]byte(`{"tools":[{"function":{"name":"f"}}]}`)).ReadReply(in) != nil {
 			return // inspect answers 502 before the ladder sees it
 		}
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
 			ex := fuzzExchange(t, onFailure)
-			status, out, err := ex.run(in, httptest.NewRequest("POST", "/", nil))
+			status, out, err := ex.run(in)
 			if ae, ok := err.(*apiError); ok && ae.Status == 502 && (ae.Code == "upstream_malformed_reply" || ae.Code == "toolguard_write_failed") {
 				continue // refused, in the error shape
 			}
@@ -268,18 +268,18 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","tools":` + faulty.ClickTools + `,"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"click","arguments":"{\"selector\": \"#a\""}},{"function":{"arguments":{"a":1}}}]},{"role":"assistant","function_call":{"name":"click","arguments":"` + "```" + `json\n{}` + "```" + `"}}]}`))
 	f.Add([]byte(`{"functions":[{"name":"f"}],"messages":[]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		declaredTools(in)
-		if wire.Strict(in, chatRequestShape) != nil {
+		chat.NewRequest(in)
+		if chat.Read(in) != nil {
 			return // refused
 		}
-		once, _, err := mendHistory(in)
+		once, _, err := chat.MendHistory(in)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !gjson.ValidBytes(once) {
 			t.Fatalf("mended request is not JSON: %s", once)
 		}
-		twice, edits, err := mendHistory(once)
+		twice, edits, err := chat.MendHistory(once)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,9 +302,9 @@ type declaredTransport struct {
 func (d *declaredTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	var declared []serverTool
 	if ex := exchangeFrom(r.Context()); ex != nil {
-		for _, n := range ex.tools.names {
+		for _, n := range ex.x.Tools.Names {
 			var p any
-			json.Unmarshal(ex.tools.byName[n].params, &p)
+			json.Unmarshal(ex.x.Tools.Lookup(n).Params, &p)
 			declared = append(declared, serverTool{n, p})
 		}
 	}
@@ -350,7 +350,7 @@ func serverTools(body []byte) (folded []serverTool, foldedOK bool, exact []serve
 	decoded := func(raw []byte) any {
 		var p any
 		if len(raw) == 0 || string(raw) == "null" {
-			raw = objectSchema
+			raw = []byte(`{"type":"object"}`)
 		}
 		json.Unmarshal(raw, &p)
 		return p

@@ -50,8 +50,9 @@ type Handler struct {
 	keys     keyring
 	slots    slots
 	fallback *fallback
-	secrets  []string     // keys redacted from what upstreams send back
-	serve    http.Handler // serveHTTP, traced when tracing is on
+	secrets  []string         // keys redacted from what upstreams send back
+	serve    http.Handler     // serveHTTP, traced when tracing is on
+	chat     http.HandlerFunc // the chat completions route, inspected
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -113,7 +114,8 @@ func New(o Options) (*Handler, error) {
 		// there, and the API port does not expose them.
 		h.mux.Handle("GET /metrics", h.MetricsHandler())
 	}
-	h.mux.HandleFunc("POST /v1/chat/completions", h.chatCompletions)
+	h.chat = h.inspectRoute(chatFormat)
+	h.mux.HandleFunc("POST /v1/chat/completions", h.chat)
 	h.mux.HandleFunc("/v1/", h.forward)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { notFound().Write(w) })
 	h.ready.Store(true)
@@ -180,7 +182,7 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 // under another prefix (see isChatPath), which is inspected.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost && isChatPath(r.URL.Path) {
-		h.chatCompletions(w, r)
+		h.chat(w, r)
 		return
 	}
 	body, err := h.readBody(w, r)
@@ -294,9 +296,6 @@ func (h *Handler) modifyResponse(resp *http.Response) error {
 
 func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	ae := upstreamError(r.Context(), err)
-	if ex := exchangeFrom(r.Context()); ex != nil {
-		ex.failure = ae
-	}
 	if ae.Status == statusClientClosed {
 		return
 	}

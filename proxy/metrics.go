@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/validate"
 )
@@ -90,12 +91,12 @@ type routeCode struct {
 
 type toolOutcome struct {
 	tool    string
-	outcome outcome
+	outcome ladder.Outcome
 	model   string
 }
 
 type outcomeModel struct {
-	outcome outcome
+	outcome ladder.Outcome
 	model   string
 }
 
@@ -204,44 +205,44 @@ func (m *metrics) exchange(ex *exchange) {
 	if ex.model != "" {
 		model = m.models.label(ex.model)
 	}
-	if ex.outcome != "" {
-		k := outcomeModel{ex.outcome, model}
+	if ex.x.Outcome != "" {
+		k := outcomeModel{ex.x.Outcome, model}
 		m.byOutcome.get(k, func() prometheus.Counter {
 			return m.completions.WithLabelValues(string(k.outcome), k.model)
 		}).Inc()
 	}
-	m.reasks.Add(float64(ex.reasks))
+	m.reasks.Add(float64(ex.x.Reasks))
 	for i, t := range ex.tokens {
 		if t > 0 {
 			m.tokens.WithLabelValues([]string{"prompt", "completion"}[i%2], []string{"first", "reask"}[i/2]).Add(float64(t))
 		}
 	}
-	for _, c := range ex.calls {
+	for _, c := range ex.x.Calls {
 		tool := toolUndeclared
-		if c.tool != nil {
+		if c.Tool != nil {
 			// Only declared names reach here, and at most maxToolLabels of them.
-			tool = m.tools.label(c.tool.name)
+			tool = m.tools.label(c.Tool.Name)
 		}
-		var o outcome
+		var o ladder.Outcome
 		switch {
-		case !c.valid() && c.attempt < ex.reasks:
-			o = outcomeReasked
-		case !c.valid():
-			o = outcomeFailed
-		case c.unchecked:
-			o = outcomeUnchecked
-		case len(c.edits) > 0:
-			o = outcomeRepaired
+		case !c.Valid() && c.Attempt < ex.x.Reasks:
+			o = ladder.OutcomeReasked
+		case !c.Valid():
+			o = ladder.OutcomeFailed
+		case c.Unchecked:
+			o = ladder.OutcomeUnchecked
+		case len(c.Edits) > 0:
+			o = ladder.OutcomeRepaired
 		default:
-			o = outcomeValid
+			o = ladder.OutcomeValid
 		}
 		m.byTool.get(toolOutcome{tool, o, model}, func() prometheus.Counter {
 			return m.toolCalls.WithLabelValues(tool, string(o), model)
 		}).Inc()
-		if !c.valid() {
+		if !c.Valid() {
 			continue
 		}
-		for _, e := range c.edits {
+		for _, e := range c.Edits {
 			kind := string(e.Kind)
 			if !m.kinds[e.Kind] {
 				kind = kindOther

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
@@ -136,12 +135,12 @@ func headerHasToken(h http.Header, name, token string) bool {
 	return false
 }
 
-// readChatRequest reads the body of a chat request exactly as the upstream
-// will, or refuses it: its media type's charset, its Content-Encoding (the
-// decoded body is returned, and goes upstream), strict JSON, an object, and
-// tools declared unambiguously. A body toolguard read differently from the
-// upstream would pass uninspected.
-func readChatRequest(r *http.Request, body []byte, max int64) ([]byte, *apiError) {
+// readRequest reads the body of an inspected request exactly as the
+// upstream will, or refuses it: its media type's charset, its
+// Content-Encoding (the decoded body is returned, and goes upstream), then
+// what the format reads (strict JSON, tools declared unambiguously). A body
+// toolguard read differently from the upstream would pass uninspected.
+func readRequest(r *http.Request, body []byte, max int64, f format) ([]byte, error) {
 	if ae := checkCharset(r.Header); ae != nil {
 		return nil, ae
 	}
@@ -149,14 +148,8 @@ func readChatRequest(r *http.Request, body []byte, max int64) ([]byte, *apiError
 	if ae != nil {
 		return nil, ae
 	}
-	if err := wire.Strict(body, chatRequestShape); err != nil {
-		return nil, requestUnreadable(err)
-	}
-	if len(body) > 0 && body[firstNonSpace(body)] != '{' {
-		return nil, requestUnreadable(errors.New("the body is not a JSON object"))
-	}
-	if ae := checkDeclarations(body); ae != nil {
-		return nil, ae
+	if err := f.read(body); err != nil {
+		return nil, err
 	}
 	return body, nil
 }
@@ -258,79 +251,6 @@ func decodeBody(r *http.Request, body []byte, max int64) ([]byte, *apiError) {
 func undecodable(enc string, err error) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_error",
 		Msg: "the request body could not be decoded as " + enc, Err: err}
-}
-
-// checkDeclarations refuses a chat request whose function tools toolguard
-// could read differently from the upstream or the client:
-//
-//   - tools or functions that is not an array, or both holding entries
-//     (which of them an upstream honours varies);
-//   - a tools entry of another type that still carries a function (an
-//     upstream may read it as a function tool, which toolguard would not
-//     check); an entry with no type is a function tool, as upstreams
-//     default it;
-//   - a function tool or legacy function without a function object, a
-//     non-empty string name, or with parameters that are not a schema
-//     (toolguard would not declare it, an upstream may);
-//   - two functions of one name: toolguard checks calls against the first,
-//     a client that keys its tools by name (most do) runs the last.
-func checkDeclarations(body []byte) *apiError {
-	ambiguous := func(msg string) *apiError {
-		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_ambiguous", Msg: msg}
-	}
-	invalid := func(msg string) *apiError {
-		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_invalid", Msg: msg}
-	}
-	tools, functions := gjson.GetBytes(body, "tools"), gjson.GetBytes(body, "functions")
-	notArray := func(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null && !v.IsArray() }
-	if notArray(tools) {
-		return ambiguous("tools must be an array")
-	}
-	if notArray(functions) {
-		return ambiguous("functions must be an array")
-	}
-	if tools.Get("#").Int() > 0 && functions.Get("#").Int() > 0 {
-		return ambiguous("declare functions in tools or in the legacy functions, not both: upstreams differ in which they honour")
-	}
-	seen := map[string]bool{}
-	var err *apiError
-	function := func(where string, fn gjson.Result) bool {
-		name := fn.Get("name")
-		switch p := fn.Get("parameters"); {
-		case !fn.IsObject():
-			err = invalid(where + " has no function object")
-		case name.Type != gjson.String || name.Str == "":
-			err = invalid(where + " has no name: a function is named by a non-empty string")
-		case p.Exists() && p.Type != gjson.Null && !p.IsObject() && !p.IsBool():
-			err = invalid(where + "'s parameters are not a JSON schema (an object)")
-		case seen[name.Str]:
-			err = ambiguous(fmt.Sprintf("%s repeats the name %q: calls would be checked against the first declaration, and a client may run the last", where, wire.Clip(name.Str, 64)))
-		}
-		seen[name.Str] = true
-		return err == nil
-	}
-	tools.ForEach(func(i, t gjson.Result) bool {
-		where := fmt.Sprintf("tools[%d]", i.Int())
-		typ, fn := t.Get("type"), t.Get("function")
-		switch {
-		case !t.IsObject():
-			err = invalid(where + " is not an object")
-			return false
-		case !typ.Exists() || (typ.Type == gjson.String && typ.Str == "function"):
-			return function(where, fn)
-		case fn.Exists():
-			err = ambiguous(fmt.Sprintf("%s has type %s but carries a function: an upstream may read it as a function tool, which toolguard would not check", where, wire.Clip(typ.Raw, 40)))
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	functions.ForEach(func(i, f gjson.Result) bool {
-		return function(fmt.Sprintf("functions[%d]", i.Int()), f)
-	})
-	return err
 }
 
 // drainBody keeps reading what the client still sends of a request body

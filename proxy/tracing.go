@@ -127,8 +127,8 @@ func traceResult(ctx context.Context, ex *exchange) {
 		attribute.String("gen_ai.request.model", ex.model),
 		attribute.Int64("gen_ai.usage.input_tokens", ex.tokens[0]+ex.tokens[2]),
 		attribute.Int64("gen_ai.usage.output_tokens", ex.tokens[1]+ex.tokens[3]),
-		attribute.String("toolguard.outcome", string(ex.outcome)),
-		attribute.Int("toolguard.reasks", ex.reasks),
-		attribute.Int("toolguard.repairs", ex.repairs()),
+		attribute.String("toolguard.outcome", string(ex.x.Outcome)),
+		attribute.Int("toolguard.reasks", ex.x.Reasks),
+		attribute.Int("toolguard.repairs", ex.x.Repairs()),
 	)
 }

@@ -1,4 +1,4 @@
-package proxy
+package chat
 
 import (
 	"strings"
@@ -41,7 +41,7 @@ func TestStrictJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := wire.Strict([]byte(tt.body), chatRequestShape)
+			err := wire.Strict([]byte(tt.body), requestShape)
 			switch {
 			case tt.reason == "" && err != nil:
 				t.Fatalf("refused: %v", err)

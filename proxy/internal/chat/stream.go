@@ -1,45 +1,38 @@
-package proxy
+package chat
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
-// streamReader replaces the body of a streamed chat completion. It reads the
-// upstream's events and passes each on as soon as it is whole, except
-// tool-call deltas: those are held per choice and per call until the call is
-// complete, checked (and mended or re-asked) like a non-streamed call, and
-// released as whole calls. It does its work inside Read, on the goroutine
-// that copies the body to the client, so nothing outlives the response.
+// stream reads the events of a streamed chat completion (wire.Events). It
+// passes each on as it comes, except tool-call deltas: those are held per
+// choice and per call until the call is complete, checked (and mended or
+// re-asked) like a non-streamed call, and released as whole calls.
 //
 // Re-asks are made without streaming: their text is never shown (the
 // client has already seen the first attempt's), and their calls are released
 // whole anyway, so a streamed re-ask would only add parsing.
-type streamReader struct {
-	ex     *exchange
-	up     io.ReadCloser
-	outreq *http.Request
-
-	split   wire.Splitter
-	scratch []byte
-	out     bytes.Buffer
-	eof     bool   // the upstream body is exhausted
-	held    []byte // an event kept back until the output before it is sent
-	done    bool   // nothing more will be added to out
-	err     error
+type stream struct {
+	ladder.Session
+	maxBytes int64         // TOOLGUARD_MAX_RESPONSE_BYTES bounds what is held
+	out      *bytes.Buffer // where the event being handled writes
+	// done is set once nothing more will be written; failure is the error
+	// that ends the stream, abort the error that ends it silently.
+	done    bool
+	failure *wire.Error
+	abort   error
 
 	choices  map[int64]*streamChoice
 	template []byte // the last chunk, whose envelope released calls reuse
 	usage    []byte // the usage chunk, held until the end
-	replies  [][]byte
 	anyCalls bool
 	failed   bool
 	total    int64 // bytes of tool-call arguments and content held
@@ -47,89 +40,52 @@ type streamReader struct {
 	tooManyCalls bool
 }
 
-var _ io.ReadCloser = (*streamReader)(nil)
+var _ wire.Events = (*stream)(nil)
 
-func (ex *exchange) stream(resp *http.Response) {
-	resp.Body = &streamReader{
-		ex:      ex,
-		up:      resp.Body,
-		outreq:  resp.Request,
-		scratch: make([]byte, 32<<10),
-		choices: map[int64]*streamChoice{},
-	}
-	resp.ContentLength = -1
-	resp.Header.Del("Content-Length")
+// NewStream returns the chat format's handling of a stream's events. The
+// content and tool calls it holds are bounded by maxBytes.
+func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
+	return &stream{Session: s, maxBytes: maxBytes, choices: map[int64]*streamChoice{}}
 }
 
-func (r *streamReader) Read(p []byte) (int, error) {
-	for r.out.Len() == 0 && !r.done {
-		r.step()
-	}
-	if r.out.Len() > 0 {
-		return r.out.Read(p)
-	}
-	if r.err != nil {
-		return 0, r.err
-	}
-	return 0, io.EOF
-}
-
-func (r *streamReader) Close() error { return r.up.Close() }
-
-// step handles the events already read, or reads more from the upstream.
-// All the whole events of a network read are handled before their output is
-// returned, so they reach the client in one write, as a plain proxy would
-// send them. The one exception is an event that may make toolguard wait (a
-// finish_reason that settles calls and may re-ask, or [DONE]): it is kept
-// until the output before it has gone out, so no text waits for a re-ask.
-func (r *streamReader) step() {
-	if r.held != nil && !r.done {
-		ev := r.held
-		r.held = nil
-		r.handle(ev)
-	}
-	for !r.done {
-		ev, ok := r.split.Next()
-		if !ok {
-			break
-		}
-		if r.out.Len() > 0 && mayWait(ev) {
-			r.held = append([]byte(nil), ev...)
-			break
-		}
-		r.handle(ev)
-	}
-	if r.done || r.out.Len() > 0 {
-		return
-	}
-	if r.eof {
-		r.fail(&apiError{Type: "upstream_error", Code: "upstream_stream_truncated",
-			Msg: "the upstream's stream ended before data: [DONE]"}, nil)
-		return
-	}
-	if int64(r.split.Buffered()) > r.ex.h.cfg.MaxResponseBytes {
-		// Every whole event has been handled: what is left is part of
-		// one. (Checked before reading, not after: one read can bring
-		// many small events.)
-		r.fail(&apiError{Type: "upstream_error", Code: "upstream_event_too_large",
-			Msg: "an upstream event is larger than TOOLGUARD_MAX_RESPONSE_BYTES"}, nil)
-		return
-	}
-	n, err := r.up.Read(r.scratch)
-	r.split.Feed(r.scratch[:n])
+// Handle implements wire.Events.
+func (r *stream) Handle(ev []byte, out *bytes.Buffer) (bool, error) {
+	r.out = out
+	r.handle(ev)
 	switch {
-	case err == io.EOF:
-		r.eof = true
-		r.split.End()
-	case err != nil:
-		if r.ex.ctx.Err() != nil {
-			// The client is gone: nobody to tell.
-			r.done, r.err = true, err
-			return
-		}
-		ae := upstreamError(r.ex.ctx, err)
-		r.fail(&apiError{Type: ae.Type, Code: ae.Code, Msg: "the upstream's stream broke off: " + ae.Msg}, err)
+	case r.failure != nil:
+		return true, r.failure
+	case r.abort != nil:
+		return true, r.abort
 	}
+	return r.done, nil
+}
+
+// MayWait implements wire.Events.
+func (r *stream) MayWait(ev []byte) bool { return mayWait(ev) }
+
+// Truncated implements wire.Events.
+func (r *stream) Truncated() *wire.Error {
+	return &wire.Error{Type: "upstream_error", Code: "upstream_stream_truncated",
+		Msg: "the upstream's stream ended before data: [DONE]"}
+}
+
+// Fail implements wire.Events: the stream ends with an error event in the
+// OpenAI error shape.
+func (r *stream) Fail(out *bytes.Buffer, ae *wire.Error) {
+	if r.anyCalls || ae.Code == "tool_call_invalid" {
+		r.X.Outcome = ladder.OutcomeFailed
+		fmt.Fprintf(out, ": toolguard outcome=%s reasks=%d\n\n", ladder.OutcomeFailed, r.X.Reasks)
+	}
+	wire.WriteData(out, ae.Body())
+}
+
+// fail ends the stream on ae.
+func (r *stream) fail(ae *wire.Error, cause error) {
+	if cause != nil && ae.Err == nil {
+		ae.Err = cause
+	}
+	r.failure, r.done = ae, true
 }
 
 // mayWait reports whether handling an event may wait on the network: a set
@@ -152,13 +108,9 @@ func mayWait(ev []byte) bool {
 }
 
 // handle acts on one whole event.
-func (r *streamReader) handle(ev []byte) {
-	if bomAtLineStart(ev) {
-		// The specification's decoder drops one at the start of the
-		// stream, openai-node's at the start of every line, openai-python
-		// and openai-go nowhere: a line such as "\ufeffdata: ..." is data
-		// to some clients and an unknown field to others.
-		r.fail(&apiError{Type: "upstream_error", Code: "upstream_invalid_event",
+func (r *stream) handle(ev []byte) {
+	if wire.BOMAtLineStart(ev) {
+		r.fail(&wire.Error{Type: "upstream_error", Code: "upstream_invalid_event",
 			Msg: "a line of the upstream's stream starts with a byte order mark, which clients read differently"}, nil)
 		return
 	}
@@ -171,12 +123,12 @@ func (r *streamReader) handle(ev []byte) {
 		r.finish(ev)
 		return
 	}
-	if err := wire.Strict(data, chatChunkShape); err != nil {
+	if err := wire.Strict(data, chunkShape); err != nil {
 		// A broken or ambiguous event could hold part of a tool call that
 		// a client reads differently from toolguard.
-		ae := malformedReply(err)
+		ae := wire.MalformedReply(err)
 		if ae.Code == "upstream_invalid_json" {
-			ae = &apiError{Type: "upstream_error", Code: "upstream_invalid_event",
+			ae = &wire.Error{Type: "upstream_error", Code: "upstream_invalid_event",
 				Msg: "the upstream sent a stream event that is not JSON (" + wire.Clip(err.Error(), 200) + ")"}
 		}
 		r.fail(ae, nil)
@@ -185,7 +137,7 @@ func (r *streamReader) handle(ev []byte) {
 	choices := gjson.GetBytes(data, "choices")
 	if !choices.IsArray() {
 		if choices.Exists() && choices.Type != gjson.Null {
-			r.fail(malformedReply(errors.New("choices is not an array")), nil)
+			r.fail(wire.MalformedReply(errors.New("choices is not an array")), nil)
 			return
 		}
 		r.out.Write(ev) // an error event, or something of the provider's own
@@ -194,7 +146,7 @@ func (r *streamReader) handle(ev []byte) {
 	if isEmptyArray(choices.Raw) && gjson.GetBytes(data, "usage").IsObject() {
 		// The usage chunk: held so it can carry the sum over all attempts.
 		r.usage = append([]byte(nil), ev...)
-		r.ex.noteUsage(data, false)
+		r.Usage(data)
 		return
 	}
 	if r.template == nil {
@@ -230,11 +182,11 @@ func (r *streamReader) handle(ev []byte) {
 			return true
 		})
 		if badIndex {
-			r.fail(malformedReply(fmt.Errorf("choices[%d].index is not a non-negative integer", pos-1)), nil)
+			r.fail(wire.MalformedReply(fmt.Errorf("choices[%d].index is not a non-negative integer", pos-1)), nil)
 			return false
 		}
 		if r.choices[idx] == nil && len(r.choices) >= maxStreamChoices {
-			r.fail(&apiError{Type: "upstream_error", Code: "upstream_stream_too_large",
+			r.fail(&wire.Error{Type: "upstream_error", Code: "upstream_stream_too_large",
 				Msg: "the upstream's stream has more than " + strconv.Itoa(maxStreamChoices) + " choices"}, nil)
 			return false
 		}
@@ -254,12 +206,12 @@ func (r *streamReader) handle(ev []byte) {
 				legacy := k.Str == "function_call"
 				switch {
 				case legacy && !v.IsObject(), !legacy && !v.IsArray():
-					r.fail(malformedReply(fmt.Errorf("delta.%s is not an %s", k.Str, map[bool]string{true: "object", false: "array"}[legacy])), nil)
+					r.fail(wire.MalformedReply(fmt.Errorf("delta.%s is not an %s", k.Str, map[bool]string{true: "object", false: "array"}[legacy])), nil)
 					return false
 				case len(sc.order) > 0 && sc.legacy != legacy:
 					// openai-node exposes a function_call next to
 					// tool_calls; toolguard would check only one.
-					r.fail(malformedReply(errors.New("a choice streams both tool_calls and a legacy function_call")), nil)
+					r.fail(wire.MalformedReply(errors.New("a choice streams both tool_calls and a legacy function_call")), nil)
 					return false
 				}
 				r.anyCalls = true
@@ -269,7 +221,7 @@ func (r *streamReader) handle(ev []byte) {
 				} else {
 					v.ForEach(func(_, td gjson.Result) bool {
 						if !td.IsObject() {
-							r.fail(malformedReply(errors.New("delta.tool_calls holds a value that is not an object")), nil)
+							r.fail(wire.MalformedReply(errors.New("delta.tool_calls holds a value that is not an object")), nil)
 							return false
 						}
 						touched = append(touched, r.addDelta(sc, td, -1))
@@ -281,7 +233,7 @@ func (r *streamReader) handle(ev []byte) {
 				}
 				var err error
 				if chunk, err = sjson.DeleteBytes(chunk, prefix+"delta."+k.Str); err != nil {
-					r.fail(writeFailed(err), err)
+					r.fail(wire.WriteFailed(err), err)
 					return false
 				}
 				changed = true
@@ -317,7 +269,7 @@ func (r *streamReader) handle(ev []byte) {
 				if sc.released == 0 && (fr.Str == "tool_calls" || fr.Str == "function_call") {
 					var err error
 					if chunk, err = sjson.SetRawBytes(chunk, prefix+"finish_reason", []byte(`"stop"`)); err != nil {
-						r.fail(writeFailed(err), err)
+						r.fail(wire.WriteFailed(err), err)
 						return false
 					}
 					changed = true
@@ -330,12 +282,12 @@ func (r *streamReader) handle(ev []byte) {
 		return
 	}
 	if r.tooManyCalls {
-		r.fail(&apiError{Type: "upstream_error", Code: "upstream_stream_too_large",
+		r.fail(&wire.Error{Type: "upstream_error", Code: "upstream_stream_too_large",
 			Msg: "the upstream's stream has more than " + strconv.Itoa(maxStreamCalls) + " tool calls in one choice"}, nil)
 		return
 	}
-	if r.total > r.ex.h.cfg.MaxResponseBytes {
-		r.fail(&apiError{Type: "upstream_error", Code: "upstream_response_too_large",
+	if r.total > r.maxBytes {
+		r.fail(&wire.Error{Type: "upstream_error", Code: "upstream_response_too_large",
 			Msg: "the stream's content and tool calls held are larger than TOOLGUARD_MAX_RESPONSE_BYTES"}, nil)
 		return
 	}
@@ -344,7 +296,7 @@ func (r *streamReader) handle(ev []byte) {
 	case !changed:
 		r.out.Write(ev)
 	case !emptyChunk(chunk):
-		r.writeData(chunk)
+		wire.WriteData(r.out, chunk)
 	}
 }
 
@@ -372,24 +324,6 @@ func plainIndex(v gjson.Result) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(v.Raw, 10, 64)
 	return n, err == nil && n >= 0
-}
-
-var bom = []byte("\xef\xbb\xbf")
-
-// bomAtLineStart reports whether a line of an event starts with a UTF-8
-// byte order mark.
-func bomAtLineStart(ev []byte) bool {
-	for at := 0; ; {
-		i := bytes.Index(ev[at:], bom)
-		if i < 0 {
-			return false
-		}
-		i += at
-		if i == 0 || ev[i-1] == '\n' || ev[i-1] == '\r' {
-			return true
-		}
-		at = i + len(bom)
-	}
 }
 
 func isEmptyArray(raw string) bool {
@@ -430,31 +364,9 @@ func emptyChunk(chunk []byte) bool {
 	return empty
 }
 
-// writeData writes a chunk as one event. JSON holds line breaks only as
-// white space (a chunk rewritten from a multi-line data event keeps them),
-// and a client would end the data line at one: each line goes out as a data
-// line of its own, which clients join with "\n" again.
-func (r *streamReader) writeData(chunk []byte) {
-	for {
-		i := bytes.IndexAny(chunk, "\r\n")
-		if i < 0 {
-			break
-		}
-		if i > 0 {
-			r.out.WriteString("data: ")
-			r.out.Write(chunk[:i])
-			r.out.WriteByte('\n')
-		}
-		chunk = chunk[i+1:]
-	}
-	r.out.WriteString("data: ")
-	r.out.Write(chunk)
-	r.out.WriteString("\n\n")
-}
-
 // finish ends a stream that the upstream completed: calls still held are
 // settled, then the usage chunk, toolguard's outcome comment and [DONE].
-func (r *streamReader) finish(done []byte) {
+func (r *stream) finish(done []byte) {
 	for _, idx := range r.order() {
 		sc := r.choices[idx]
 		if !sc.finished && len(sc.order) > 0 {
@@ -466,42 +378,25 @@ func (r *streamReader) finish(done []byte) {
 		}
 	}
 	if r.usage != nil {
-		if len(r.replies) > 0 {
+		if len(r.Replies()) > 0 {
 			if data, ok := wire.EventData(r.usage); ok {
-				summed, err := wire.SumUsage(data, "usage", r.replies)
+				summed, err := wire.SumUsage(data, "usage", r.Replies())
 				if err != nil {
-					r.fail(writeFailed(err), err)
+					r.fail(wire.WriteFailed(err), err)
 					return
 				}
-				r.writeData(summed)
+				wire.WriteData(r.out, summed)
 			}
 		} else {
 			r.out.Write(r.usage)
 		}
 	}
 	if r.anyCalls {
-		r.ex.decide(r.failed)
-		fmt.Fprintf(&r.out, ": toolguard outcome=%s reasks=%d\n\n", r.ex.outcome, r.ex.reasks)
+		r.X.Decide(r.failed)
+		fmt.Fprintf(r.out, ": toolguard outcome=%s reasks=%d\n\n", r.X.Outcome, r.X.Reasks)
 	} else {
-		r.ex.outcome = outcomeNone
+		r.X.Outcome = ladder.OutcomeNone
 	}
 	r.out.Write(done)
 	r.done = true
-}
-
-// fail ends the stream with an error event in the OpenAI error shape.
-func (r *streamReader) fail(ae *apiError, cause error) {
-	if cause != nil && ae.Err == nil {
-		ae.Err = cause
-	}
-	r.ex.failure = ae
-	if r.anyCalls || ae.Code == "tool_call_invalid" {
-		r.ex.outcome = outcomeFailed
-		fmt.Fprintf(&r.out, ": toolguard outcome=%s reasks=%d\n\n", outcomeFailed, r.ex.reasks)
-	}
-	r.writeData(ae.Body())
-	r.done = true
-	if cause != nil {
-		r.ex.h.log.WarnContext(r.outreq.Context(), "streamed chat completion failed", "code", ae.Code, "error", ae.Error())
-	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package chat
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
@@ -28,8 +29,8 @@ type streamChoice struct {
 	last     int64   // index of the call the last delta was for
 	released int     // calls released to the client so far
 	finished bool
-	cutOff   bool    // it finished at the length limit
-	calls    []*call // the calls settled at the choice's end
+	cutOff   bool           // it finished at the length limit
+	calls    []*ladder.Call // the calls settled at the choice's end
 	// held are the upstream's events that carried the choice's tool-call
 	// deltas, one call each, in order: if the calls need no change, they go
 	// out as they were. synthesize is set once that is impossible (an event
@@ -55,7 +56,7 @@ type partialCall struct {
 	// unless nothing else comes.
 	nonString string
 	sawNull   bool
-	call      *call // set once released
+	call      *ladder.Call // set once released
 	released  bool
 	// synthesize: the call cannot go out as its events (see streamChoice).
 	synthesize bool
@@ -65,7 +66,7 @@ type partialCall struct {
 	waits bool
 }
 
-func (r *streamReader) choice(idx int64) *streamChoice {
+func (r *stream) choice(idx int64) *streamChoice {
 	sc := r.choices[idx]
 	if sc == nil {
 		sc = &streamChoice{index: idx, partials: map[int64]*partialCall{}, last: -1}
@@ -75,7 +76,7 @@ func (r *streamReader) choice(idx int64) *streamChoice {
 }
 
 // order returns the choice indices in ascending order.
-func (r *streamReader) order() []int64 {
+func (r *stream) order() []int64 {
 	idx := make([]int64, 0, len(r.choices))
 	for i := range r.choices {
 		idx = append(idx, i)
@@ -88,14 +89,14 @@ func (r *streamReader) order() []int64 {
 // past maxStreamCalls). Providers omit the index, start it at 1 or
 // interleave several calls, so a delta without an index continues the last
 // call unless it brings an id of its own.
-func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) *partialCall {
+func (r *stream) addDelta(sc *streamChoice, d gjson.Result, forced int64) *partialCall {
 	idx := forced
 	if idx < 0 {
 		switch i := d.Get("index"); {
 		case i.Type != gjson.Null: // null: read as missing
 			var ok bool
 			if idx, ok = plainIndex(i); !ok {
-				r.fail(malformedReply(fmt.Errorf("a tool-call index is %s, not a non-negative integer", wire.Clip(i.Raw, 32))), nil)
+				r.fail(wire.MalformedReply(fmt.Errorf("a tool-call index is %s, not a non-negative integer", wire.Clip(i.Raw, 32))), nil)
 				return nil
 			}
 		case sc.last >= 0:
@@ -141,7 +142,7 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 	switch n := fn.Get("name"); {
 	case n.Type == gjson.Null:
 	case n.Type != gjson.String:
-		r.fail(malformedReply(fmt.Errorf("the name of call %q is not a string", wire.Clip(p.id, 64))), nil)
+		r.fail(wire.MalformedReply(fmt.Errorf("the name of call %q is not a string", wire.Clip(p.id, 64))), nil)
 		return p
 	case n.Str == "":
 	default:
@@ -162,7 +163,7 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 		return p
 	}
 	if p.released {
-		r.ex.h.log.WarnContext(r.outreq.Context(), "tool-call delta after the call was released; ignored", "call_id", p.id)
+		r.Log.WarnContext(r.Ctx, "tool-call delta after the call was released; ignored", "call_id", p.id)
 		return p
 	}
 	switch {
@@ -179,7 +180,7 @@ func (r *streamReader) addDelta(sc *streamChoice, d gjson.Result, forced int64) 
 	default:
 		// String fragments and a JSON value for one call: no client reads
 		// that as one thing.
-		r.fail(malformedReply(fmt.Errorf("the arguments of call %q mix string fragments and a JSON %s", wire.Clip(p.id, 64), typeOf(a))), nil)
+		r.fail(wire.MalformedReply(fmt.Errorf("the arguments of call %q mix string fragments and a JSON %s", wire.Clip(p.id, 64), typeOf(a))), nil)
 	}
 	return p
 }
@@ -198,8 +199,8 @@ func typeOf(r gjson.Result) string {
 	return "value"
 }
 
-// object renders the accumulated call as a non-streamed tool call.
-func (p *partialCall) object(legacy bool) string {
+// sent is the accumulated call as the ladder reads it.
+func (p *partialCall) sent() ladder.Sent {
 	args := wire.Quote(string(p.args))
 	switch {
 	case p.nonString != "":
@@ -207,15 +208,7 @@ func (p *partialCall) object(legacy bool) string {
 	case p.sawNull && len(p.args) == 0:
 		args = "null"
 	}
-	fn := `{"name":` + wire.Quote(p.name) + `,"arguments":` + args + `}`
-	if legacy {
-		return fn
-	}
-	obj := `{"type":"function","function":` + fn + `}`
-	if p.id != "" {
-		obj = `{"id":` + wire.Quote(p.id) + `,"type":"function","function":` + fn + `}`
-	}
-	return obj
+	return ladder.Sent{ID: p.id, Name: p.name, Args: args}
 }
 
 // releaseReady releases early, in order, the calls before the one now
@@ -225,7 +218,7 @@ func (p *partialCall) object(legacy bool) string {
 // interleaved), and mending a prefix would be a guess. A call whose events
 // are held goes out as those events, when they come before any other
 // call's; otherwise it waits too.
-func (r *streamReader) releaseReady(sc *streamChoice, next int64) {
+func (r *stream) releaseReady(sc *streamChoice, next int64) {
 	for _, idx := range sc.order {
 		p := sc.partials[idx]
 		if p.released {
@@ -237,8 +230,8 @@ func (r *streamReader) releaseReady(sc *streamChoice, next int64) {
 		// Each call is checked here at most once unless it goes out, so
 		// interleaved deltas cannot make the work grow with their number
 		// times the size of a held call.
-		c := r.ex.check(gjson.Parse(p.object(sc.legacy)), sc.legacy, 0, false)
-		if !c.valid() || c.changed() || c.unchecked {
+		c := r.X.Check(p.sent(), 0, false, false)
+		if !c.Valid() || c.Changed() || c.Unchecked {
 			p.waits = true
 			return
 		}
@@ -258,7 +251,7 @@ func (r *streamReader) releaseReady(sc *streamChoice, next int64) {
 
 // releaseHeld sends a call as the events it came in, if they are the first
 // held and its index is the one it keeps among the calls released.
-func (r *streamReader) releaseHeld(sc *streamChoice, p *partialCall, c *call) bool {
+func (r *stream) releaseHeld(sc *streamChoice, p *partialCall, c *ladder.Call) bool {
 	if p.synthesize || (!sc.legacy && p.index != int64(sc.released)) {
 		return false
 	}
@@ -282,60 +275,48 @@ func (r *streamReader) releaseHeld(sc *streamChoice, p *partialCall, c *call) bo
 
 // settle runs the ladder on a finished choice's calls: every call not yet
 // released is checked, invalid ones are re-asked, and the valid ones go out.
-func (r *streamReader) settle(sc *streamChoice) {
-	ex := r.ex
-	var calls []*call
-	released := map[*call]bool{}
+func (r *stream) settle(sc *streamChoice) {
+	x := r.X
+	var calls []*ladder.Call
+	released := map[*ladder.Call]bool{}
 	for _, idx := range sc.order {
 		p := sc.partials[idx]
 		if !p.released {
-			p.call = ex.checkCut(gjson.Parse(p.object(sc.legacy)), sc.legacy, 0, true, sc.cutOff)
+			p.call = x.Check(p.sent(), 0, true, sc.cutOff)
 		} else {
 			released[p.call] = true
 		}
 		calls = append(calls, p.call)
 	}
-	ex.calls = append(ex.calls, calls...)
+	x.Calls = append(x.Calls, calls...)
 	content := "null"
 	if len(sc.content) > 0 {
 		content = wire.Quote(string(sc.content))
 	}
-	ch := &choice{pos: int(sc.index), legacy: sc.legacy, calls: calls, lastContent: content, lastCalls: calls}
-	for ch.invalid() && ex.reasks < ex.reaskBudget(ch) {
-		if err := ex.ctx.Err(); err != nil {
-			r.done, r.err = true, err
-			return
-		}
-		reply, err := ex.reask(r.outreq, ch)
-		if err != nil {
-			if ex.ctx.Err() != nil {
-				r.done, r.err = true, err
-				return
-			}
-			ex.gaveUp = err.Error()
-			break
-		}
-		r.replies = append(r.replies, reply)
+	t := &ladder.Turn{Index: int(sc.index), Calls: calls, Last: calls, Wire: &turn{legacy: sc.legacy, lastContent: content}}
+	if err := x.Settle(r.Ctx, []*ladder.Turn{t}, r.Ask); err != nil {
+		r.abort, r.done = err, true
+		return
 	}
-	sc.calls = ch.calls
+	sc.calls = t.Calls
 	passthrough := false
-	if ch.invalid() {
+	if t.Invalid() {
 		r.failed = true
-		switch ex.failurePolicy([]*choice{ch}) {
+		switch x.Failure(t) {
 		case policy.FailPassthrough:
 			passthrough = true
 		case policy.FailDrop:
 		default:
-			r.fail(ex.failureError([]*choice{ch}), nil)
+			r.fail(x.FailureError([]*ladder.Turn{t}, r.Redact), nil)
 			return
 		}
 	}
-	if r.releaseAllHeld(sc, ch.calls, released) {
+	if r.releaseAllHeld(sc, t.Calls, released) {
 		return
 	}
 	r.unhold(sc)
-	for _, c := range ch.calls {
-		if !released[c] && (c.valid() || passthrough) {
+	for _, c := range t.Calls {
+		if !released[c] && (c.Valid() || passthrough) {
 			r.release(sc, c)
 		}
 	}
@@ -344,7 +325,7 @@ func (r *streamReader) settle(sc *streamChoice) {
 // releaseAllHeld sends the choice's remaining calls as the events they came
 // in, in the upstream's order, when every one of them is exactly as the
 // model sent it and keeps its index; it reports whether it did.
-func (r *streamReader) releaseAllHeld(sc *streamChoice, calls []*call, released map[*call]bool) bool {
+func (r *stream) releaseAllHeld(sc *streamChoice, calls []*ladder.Call, released map[*ladder.Call]bool) bool {
 	if sc.synthesize {
 		return false
 	}
@@ -354,7 +335,7 @@ func (r *streamReader) releaseAllHeld(sc *streamChoice, calls []*call, released 
 			continue
 		}
 		p := sc.partialOf(c)
-		if p == nil || p.synthesize || !c.valid() || c.changed() || c.unchecked || c.attempt != 0 ||
+		if p == nil || p.synthesize || !c.Valid() || c.Changed() || c.Unchecked || c.Attempt != 0 ||
 			(!sc.legacy && p.index != int64(pos)) {
 			return false
 		}
@@ -389,38 +370,38 @@ func countReleased(sc *streamChoice) int {
 // release sends one whole call to the client as a chunk in the upstream's
 // format, reusing the envelope (id, model, created...) of the first chunk,
 // with its index renumbered among the calls released.
-func (r *streamReader) release(sc *streamChoice, c *call) {
-	name := c.name
-	if c.valid() && c.tool != nil {
-		name = c.tool.name
-	}
-	fn := `{"name":` + wire.Quote(name) + `,"arguments":` + wire.Quote(string(c.args)) + `}`
+func (r *stream) release(sc *streamChoice, c *ladder.Call) {
+	fn := `{"name":` + wire.Quote(c.ToolName()) + `,"arguments":` + wire.Quote(string(c.Args)) + `}`
 	var delta string
 	if sc.legacy {
 		delta = `{"function_call":` + fn + `}`
 	} else {
 		id := ""
-		if c.id != "" {
-			id = `"id":` + wire.Quote(c.id) + `,`
+		if c.ID != "" {
+			id = `"id":` + wire.Quote(c.ID) + `,`
 		}
 		delta = `{"tool_calls":[{"index":` + strconv.Itoa(sc.released) + `,` + id + `"type":"function","function":` + fn + `}]}`
 	}
 	chunk, err := sjson.SetRawBytes(append([]byte(nil), r.template...), "choices", []byte(`[{"index":`+strconv.FormatInt(sc.index, 10)+`,"delta":`+delta+`,"finish_reason":null}]`))
 	if err != nil {
-		r.fail(writeFailed(err), err)
+		r.fail(wire.WriteFailed(err), err)
 		return
 	}
-	if chunk, err = r.ex.fallbackChunk(chunk, c); err != nil {
-		r.fail(writeFailed(err), err)
-		return
+	if m := r.ModelOf(c); m != "" {
+		// The stream's other chunks keep the first chunk's envelope, but
+		// this call was written by another model.
+		if chunk, err = wire.Patch(chunk, "model", wire.Quote(m)); err != nil {
+			r.fail(wire.WriteFailed(err), err)
+			return
+		}
 	}
-	r.writeData(chunk)
+	wire.WriteData(r.out, chunk)
 	sc.released++
 }
 
 // partialOf returns the held call that c was checked from, or nil (a call
 // of a re-ask).
-func (sc *streamChoice) partialOf(c *call) *partialCall {
+func (sc *streamChoice) partialOf(c *ladder.Call) *partialCall {
 	for _, idx := range sc.order {
 		if p := sc.partials[idx]; p.call == c {
 			return p
@@ -432,7 +413,7 @@ func (sc *streamChoice) partialOf(c *call) *partialCall {
 // unhold gives up holding the choice's events whole: what they say besides
 // the tool-call deltas (a role, content, logprobs) goes out now, and the
 // choice's calls will go out as chunks of toolguard's.
-func (r *streamReader) unhold(sc *streamChoice) {
+func (r *stream) unhold(sc *streamChoice) {
 	sc.synthesize = true
 	for _, h := range sc.held {
 		data, _ := wire.EventData(h.ev)
@@ -440,12 +421,12 @@ func (r *streamReader) unhold(sc *streamChoice) {
 		var err error
 		for _, k := range []string{"tool_calls", "function_call"} {
 			if chunk, err = sjson.DeleteBytes(chunk, "choices.0.delta."+k); err != nil {
-				r.fail(writeFailed(err), err)
+				r.fail(wire.WriteFailed(err), err)
 				return
 			}
 		}
 		if !emptyChunk(chunk) {
-			r.writeData(chunk)
+			wire.WriteData(r.out, chunk)
 		}
 	}
 	sc.held = nil

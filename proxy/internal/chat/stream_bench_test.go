@@ -1,4 +1,4 @@
-package proxy
+package chat
 
 import (
 	"strings"
@@ -27,11 +27,11 @@ func BenchmarkStreamEventRead(b *testing.B) {
 			b.SetBytes(int64(len(ev)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if bomAtLineStart(ev) {
+				if wire.BOMAtLineStart(ev) {
 					b.Fatal("byte order mark")
 				}
 				data, _ := wire.EventData(ev)
-				if err := wire.Strict(data, chatChunkShape); err != nil {
+				if err := wire.Strict(data, chunkShape); err != nil {
 					b.Fatal(err)
 				}
 			}

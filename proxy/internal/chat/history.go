@@ -1,4 +1,4 @@
-package proxy
+package chat
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ const maxHistoryFixes = 256
 // is mended (repair.MaxInput) fits.
 const maxHistoryMendBytes = repair.MaxInput
 
-// mendHistory applies the syntax step of the ladder to the tool calls of the
+// MendHistory applies the syntax step of the ladder to the tool calls of the
 // assistant messages a client sends back: a conversation whose history holds
 // malformed arguments (truncated, fenced, an object instead of a string) is
 // rejected by some providers on every later turn. Only form is mended, never
@@ -36,7 +36,7 @@ const maxHistoryMendBytes = repair.MaxInput
 // as the client sent it (a smaller call after one that did not fit the
 // bytes left is still mended). A mended body that cannot be built is an
 // error.
-func mendHistory(body []byte) ([]byte, []repair.Edit, error) {
+func MendHistory(body []byte) ([]byte, []repair.Edit, error) {
 	var edits []repair.Edit
 	var fixes []wire.Splice
 	budget := maxHistoryMendBytes
@@ -109,14 +109,4 @@ func mendHistory(body []byte) ([]byte, []repair.Edit, error) {
 		return nil, nil, fmt.Errorf("mend history: %w", err)
 	}
 	return out, edits, nil
-}
-
-// editSummary names each edit by kind and path, without the values (they are
-// argument values, which the log may not hold).
-func editSummary(edits []repair.Edit) []string {
-	out := make([]string, len(edits))
-	for i, e := range edits {
-		out[i] = string(e.Kind) + " " + e.Path
-	}
-	return out
 }

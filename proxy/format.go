@@ -1,0 +1,75 @@
+package proxy
+
+import (
+	"context"
+
+	"github.com/toolguard/toolguard/proxy/internal/chat"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
+	"github.com/toolguard/toolguard/repair"
+)
+
+// A format is a wire format whose replies toolguard inspects: everything
+// that knows the shape of its bodies is in its package under internal/,
+// behind these few functions. The ladder (internal/ladder) and the HTTP
+// plumbing here are the same for every format.
+type format struct {
+	// name labels the format's requests in logs and metrics.
+	name string
+	// path is the route below the API's base URL: a fallback re-ask goes
+	// to the fallback endpoint's.
+	path string
+	// read checks that a request body reads the same to toolguard as to
+	// the upstream; its error is a *wire.Error for the client.
+	read func(body []byte) error
+	// mendHistory mends the form of the calls in the conversation the
+	// client sends back (or returns the body as it was).
+	mendHistory func(body []byte) ([]byte, []repair.Edit, error)
+	// open reads what a request declares; nil means nothing to inspect.
+	open func(body []byte) request
+}
+
+// request is an inspected request, as its format reads it and writes
+// what follows from it.
+type request interface {
+	// Tools are the functions the request declares.
+	Tools() *ladder.Tools
+	// Model is the model the request names.
+	Model() string
+
+	// ReadReply checks that a JSON reply reads the same to toolguard as
+	// to a client; its error is a *wire.Error.
+	ReadReply(body []byte) error
+	// Usage returns the input and output tokens a reply reports.
+	Usage(body []byte) (in, out int64, ok bool)
+	// Turns checks the calls of a JSON reply and records them in x.
+	Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([]*ladder.Turn, error)
+	// Write writes what the ladder made of the turns back into the first
+	// reply, with the usage summed over the replies to re-asks.
+	Write(first []byte, turns []*ladder.Turn, replies [][]byte) ([]byte, error)
+	// SumUsage is the first reply with the usage summed over the replies.
+	SumUsage(first []byte, replies [][]byte) ([]byte, error)
+
+	// Reask writes the body of a re-ask for the turn's invalid calls,
+	// naming model if it is not "".
+	Reask(x *ladder.Exchange, t *ladder.Turn, attempt int, model string) ([]byte, error)
+	// Answer reads the reply to a re-ask of the turn.
+	Answer(t *ladder.Turn, reply []byte) (ladder.Answer, error)
+
+	// NewStream handles the events of a streamed reply.
+	NewStream(s ladder.Session, maxBytes int64) wire.Events
+}
+
+// chatFormat is the Chat Completions API.
+var chatFormat = format{
+	name:        "chat.completions",
+	path:        chat.Path,
+	read:        chat.Read,
+	mendHistory: chat.MendHistory,
+	open: func(body []byte) request {
+		if q := chat.NewRequest(body); q != nil {
+			return q
+		}
+		return nil
+	},
+}

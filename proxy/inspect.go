@@ -1,0 +1,342 @@
+package proxy
+
+// The journey of an inspected request, top to bottom.
+//
+//  1. serveHTTP (handler.go): request id, the client's key, checkRequest
+//     (paths, methods, upgrades), then the route: an inspected route's
+//     handler is inspectRoute(format).
+//  2. inspectRoute, below: read the body (bounded), the override headers,
+//     readRequest (charset, encoding, the format's strict reading), mend
+//     the history, open the format's request. Without tools declared, the
+//     request is proxied as it is. Otherwise an exchange is made and parked
+//     in the request's requestInfo, where httputil's hooks find it.
+//  3. proxy (handler.go): a concurrency slot, the upstream timeout, then
+//     httputil.ReverseProxy, whose hooks run in this order:
+//     Rewrite (handler.go: the upstream's URL and credentials, never a
+//     host of the request's), Transport (NewTransport, behind the timed
+//     transport and the circuit breaker), ModifyResponse (modifyResponse:
+//     sanitize, then inspect, below), and ErrorHandler when the round trip
+//     or ModifyResponse fails. httputil then copies the (replaced) body,
+//     flushing streams at once, with trailers and hop-by-hop headers
+//     handled.
+//  4. inspect: a JSON reply goes up the ladder (run: Turns, then
+//     ladder.Exchange.Settle with the exchange as the Asker (asker.go),
+//     then Write or the configured failure); a stream gets a wire.Stream
+//     whose events the format handles, settling each choice's calls through
+//     the same ladder inside Read.
+//  5. After the response: logResult (accesslog.go) logs each call that
+//     stayed invalid; finish logs the request's line and counts it.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
+	"github.com/toolguard/toolguard/validate"
+)
+
+// exchange is one inspected request: the client's request, the upstream
+// attempts made for it and what became of its tool calls (x).
+type exchange struct {
+	h   *Handler
+	ctx context.Context // the client's request context
+	f   format
+	req request
+	x   *ladder.Exchange
+	// outreq is the first attempt's outgoing request, which re-asks clone.
+	outreq *http.Request
+	// replies are the bodies of the re-asks' replies, in order.
+	replies [][]byte
+	model   string // the model the request named, for the metrics
+	fb      fallbackUse
+	// tokens the upstream reported: input and output of the first attempt,
+	// then of the re-asks.
+	tokens [4]int64
+}
+
+// inspectRoute is the handler of a route whose replies are inspected in
+// format f, when the request declares function tools; other requests pass
+// through.
+func (h *Handler) inspectRoute(f format) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := h.readBody(w, r)
+		if err != nil {
+			h.refuseBody(w, r, err)
+			return
+		}
+		pol, perr := h.requestPolicyOf(r)
+		if perr != nil {
+			perr.Write(w)
+			return
+		}
+		var req request
+		if pol.rules("").Mode != policy.ModeOff {
+			if body, err = readRequest(r, body, h.cfg.MaxBodyBytes, f); err != nil {
+				upstreamError(r.Context(), err).Write(w)
+				return
+			}
+			if pol.rules("").Mode.Repairs() {
+				mended, edits, err := f.mendHistory(body)
+				if err != nil {
+					writeFailed(err).Write(w)
+					return
+				}
+				if body = mended; len(edits) > 0 {
+					h.log.InfoContext(r.Context(), "mended tool calls in the request's history",
+						"count", len(edits), "edits", editSummary(edits[:min(len(edits), 20)]))
+				}
+			}
+			req = f.open(body)
+		}
+		if req == nil {
+			h.proxy(w, r, body)
+			return
+		}
+		ex := h.newExchange(r.Context(), f, req, pol)
+		info := requestInfoFrom(r.Context())
+		info.inspected = ex
+		h.proxy(w, r, body)
+		info.inspected = nil
+		ex.logResult(r)
+	}
+}
+
+// newExchange starts the exchange of a request that f's request req
+// inspects, under the request's policy pol.
+func (h *Handler) newExchange(ctx context.Context, f format, req request, pol requestPolicy) *exchange {
+	return &exchange{
+		h:   h,
+		ctx: ctx,
+		f:   f,
+		req: req,
+		x: &ladder.Exchange{
+			Tools:   req.Tools(),
+			Rules:   pol.rules,
+			Schemas: h.schemas,
+			Work:    validate.NewBudget(ladder.RequestSteps),
+			Log:     h.log,
+			Ctx:     ctx,
+		},
+		model: req.Model(),
+	}
+}
+
+// noteUsage adds the usage a reply reports to the exchange's token counts.
+func (ex *exchange) noteUsage(body []byte, reask bool) {
+	in, out, ok := ex.req.Usage(body)
+	if !ok {
+		return
+	}
+	i := 0
+	if reask {
+		i = 2
+	}
+	ex.tokens[i] += in
+	ex.tokens[i+1] += out
+}
+
+// exchangeFrom returns the exchange that a request to the reverse proxy is
+// part of, or nil for a request passed through uninspected.
+func exchangeFrom(ctx context.Context) *exchange {
+	if info := requestInfoFrom(ctx); info != nil {
+		return info.inspected
+	}
+	return nil
+}
+
+// inspect is the ReverseProxy's ModifyResponse for an exchange: it runs the
+// ladder on a successful JSON reply and replaces the body if it must, or
+// puts a stream's body behind the format's handling of its events.
+func (ex *exchange) inspect(resp *http.Response) error {
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil
+	}
+	ex.outreq = resp.Request
+	// A successful reply is judged by its body, not its label: a stream or a
+	// completion served as text/plain must be checked all the same, or its
+	// calls would reach the client unchecked.
+	mt := resp.Header.Get("Content-Type")
+	if mt != "application/json" {
+		// Parsing allocates a map of parameters; the plain label, the
+		// usual one, is already its own media type.
+		mt, _, _ = mime.ParseMediaType(mt)
+	}
+	if mt == "text/event-stream" || (mt != "application/json" && looksLikeSSE(resp)) {
+		if mt != "text/event-stream" {
+			// Label it for what it is, so clients parse it as a stream.
+			resp.Header.Set("Content-Type", "text/event-stream")
+		}
+		ex.stream(resp)
+		return nil
+	}
+	raw, err := readLimited(resp.Body, resp.ContentLength, ex.h.cfg.MaxResponseBytes)
+	resp.Body.Close()
+	if err != nil {
+		return ex.readFailure(err)
+	}
+	if err := ex.req.ReadReply(raw); err != nil {
+		return err
+	}
+	ex.noteUsage(raw, false)
+	status, body, err := ex.run(raw)
+	if err != nil {
+		return err
+	}
+	if status != 0 && status != resp.StatusCode {
+		resp.StatusCode = status
+		resp.Status = strconv.Itoa(status) + " " + http.StatusText(status)
+		resp.Header.Set("Content-Type", "application/json")
+		resp.Header.Set("X-Should-Retry", "false")
+	}
+	setBody(resp, body)
+	ex.setHeaders(resp.Header)
+	return nil
+}
+
+// run takes a JSON reply up the ladder: local checks and repair, then
+// re-asks while calls stay invalid and the budget allows, then the
+// configured failure. It returns the status and body for the client;
+// status 0 keeps the upstream's.
+func (ex *exchange) run(first []byte) (int, []byte, error) {
+	x := ex.x
+	turns, err := ex.req.Turns(ex.ctx, x, first)
+	if err != nil {
+		if ex.ctx.Err() != nil {
+			return 0, nil, ex.ctx.Err()
+		}
+		return 0, nil, malformedReply(err)
+	}
+	if len(turns) == 0 {
+		x.Outcome = ladder.OutcomeNone
+		return 0, first, nil
+	}
+	if err := x.Settle(ex.ctx, turns, ex); err != nil {
+		return 0, nil, err
+	}
+	if !ladder.AnyInvalid(turns) {
+		if x.Decide(false) == ladder.OutcomeValid {
+			return 0, first, nil
+		}
+		return ex.write(first, turns)
+	}
+	x.Decide(true)
+	switch x.Failure(turns...) {
+	case policy.FailPassthrough:
+		if len(ex.replies) == 0 {
+			return 0, first, nil
+		}
+		body, err := ex.req.SumUsage(first, ex.replies)
+		if err != nil {
+			return 0, nil, writeFailed(err)
+		}
+		return 0, body, nil
+	case policy.FailDrop:
+		return ex.write(first, turns)
+	default:
+		return http.StatusBadRequest, x.FailureError(turns, ex.redact).Body(), nil
+	}
+}
+
+// write is the format's Write for run: a failure to write is the client's
+// 502.
+func (ex *exchange) write(first []byte, turns []*ladder.Turn) (int, []byte, error) {
+	body, err := ex.req.Write(first, turns, ex.replies)
+	if err != nil {
+		return 0, nil, writeFailed(err)
+	}
+	return 0, body, nil
+}
+
+// redact cleans a text for the client of every key toolguard knows of.
+func (ex *exchange) redact(s string) string { return ex.h.redact(s, nil) }
+
+// stream puts a streamed reply's body behind the format's handling of its
+// events (see wire.Stream).
+func (ex *exchange) stream(resp *http.Response) {
+	events := ex.req.NewStream(ladder.Session{
+		Ctx:     ex.ctx,
+		X:       ex.x,
+		Ask:     ex,
+		Replies: func() [][]byte { return ex.replies },
+		Log:     ex.h.log,
+		Usage:   func(data []byte) { ex.noteUsage(data, false) },
+		ModelOf: ex.fallbackModelOf,
+		Redact:  ex.redact,
+	}, ex.h.cfg.MaxResponseBytes)
+	s := wire.NewStream(resp.Body, events, ex.h.cfg.MaxResponseBytes, func(err error) *wire.Error {
+		if ex.ctx.Err() != nil {
+			return nil // the client is gone: nobody to tell
+		}
+		return upstreamError(ex.ctx, err)
+	})
+	s.OnFail = func(ae *wire.Error) {
+		if ae.Err != nil {
+			ex.h.log.WarnContext(ex.ctx, "streamed reply failed", "format", ex.f.name, "code", ae.Code, "error", ae.Error())
+		}
+	}
+	resp.Body = s
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+}
+
+func (ex *exchange) setHeaders(h http.Header) {
+	// One backing array for the three values, where Set allocates one
+	// slice each. The keys are in canonical form, as Set would make them.
+	v := []string{string(ex.x.Outcome), strconv.Itoa(ex.x.Reasks), strconv.Itoa(ex.x.Repairs())}
+	h["X-Toolguard-Outcome"] = v[0:1:1]
+	h["X-Toolguard-Reasks"] = v[1:2:2]
+	h["X-Toolguard-Repairs"] = v[2:3:3]
+}
+
+func (ex *exchange) readFailure(err error) error {
+	if ex.ctx.Err() != nil {
+		return err
+	}
+	if ae := upstreamError(ex.ctx, err); ae.Status == http.StatusGatewayTimeout {
+		// TOOLGUARD_UPSTREAM_TIMEOUT fired while the body was arriving.
+		return ae
+	}
+	return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_response_unreadable",
+		Msg: "the upstream's response could not be read in full (over TOOLGUARD_MAX_RESPONSE_BYTES, or cut short)", Err: err}
+}
+
+// looksLikeSSE peeks at the start of a body whose media type says neither
+// JSON nor SSE, and keeps what it read for the next reader.
+func looksLikeSSE(resp *http.Response) bool {
+	br := bufio.NewReader(resp.Body)
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, resp.Body}
+	start, _ := br.Peek(5)
+	return bytes.HasPrefix(start, []byte("data:")) || bytes.HasPrefix(start, []byte(":"))
+}
+
+// readLimited reads all of r, failing past limit bytes. size is the length
+// the upstream declared (-1 if unknown), a hint that sizes the buffer once
+// (see readSized).
+func readLimited(r io.Reader, size, limit int64) ([]byte, error) {
+	b, err := readSized(io.LimitReader(r, limit+1), size, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("response larger than %d bytes", limit)
+	}
+	return b, nil
+}
+
+func setBody(resp *http.Response, b []byte) {
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	resp.ContentLength = int64(len(b))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	resp.TransferEncoding = nil
+}

@@ -1,0 +1,164 @@
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
+)
+
+// Path is the Chat Completions route below the API's base URL; a fallback
+// re-ask goes there too.
+const Path = "/chat/completions"
+
+// Read checks that a chat request's body reads the same to toolguard as to
+// the upstream: strict JSON, an object, and tools declared unambiguously.
+// The error is a *wire.Error for the client.
+func Read(body []byte) error {
+	if err := wire.Strict(body, requestShape); err != nil {
+		return wire.RequestUnreadable(err)
+	}
+	if len(body) > 0 && body[firstNonSpace(body)] != '{' {
+		return wire.RequestUnreadable(errors.New("the body is not a JSON object"))
+	}
+	if ae := checkDeclarations(body); ae != nil {
+		return ae
+	}
+	return nil
+}
+
+// firstNonSpace is the index of the first byte of b that is not JSON
+// white space (len(b) if none).
+func firstNonSpace(b []byte) int {
+	for i, c := range b {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// Request is an inspected chat completion request: the body that goes
+// upstream and the tools it declares.
+type Request struct {
+	Body  []byte
+	tools *ladder.Tools
+	// legacy: the tools are declared with the legacy "functions" field.
+	legacy bool
+}
+
+// NewRequest reads the function tools of a chat request (checked by Read).
+// It returns nil when the request declares none: nothing is then inspected.
+func NewRequest(body []byte) *Request {
+	q := &Request{Body: body, tools: &ladder.Tools{}}
+	add := func(fn gjson.Result) {
+		n := fn.Get("name")
+		if n.Type != gjson.String {
+			return
+		}
+		var params []byte
+		if p := fn.Get("parameters"); p.IsObject() || p.Type == gjson.True || p.Type == gjson.False {
+			params = []byte(p.Raw)
+		}
+		q.tools.Add(n.Str, params)
+	}
+	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
+		if typ := t.Get("type"); !typ.Exists() || typ.String() == "function" {
+			add(t.Get("function"))
+		}
+		return true
+	})
+	if q.tools.Len() == 0 {
+		q.legacy = true
+		gjson.GetBytes(body, "functions").ForEach(func(_, fn gjson.Result) bool {
+			add(fn)
+			return true
+		})
+	}
+	if q.tools.Len() == 0 {
+		return nil
+	}
+	return q
+}
+
+// Model is the model the request names.
+func (q *Request) Model() string { return gjson.GetBytes(q.Body, "model").Str }
+
+// checkDeclarations refuses a chat request whose function tools toolguard
+// could read differently from the upstream or the client:
+//
+//   - tools or functions that is not an array, or both holding entries
+//     (which of them an upstream honours varies);
+//   - a tools entry of another type that still carries a function (an
+//     upstream may read it as a function tool, which toolguard would not
+//     check); an entry with no type is a function tool, as upstreams
+//     default it;
+//   - a function tool or legacy function without a function object, a
+//     non-empty string name, or with parameters that are not a schema
+//     (toolguard would not declare it, an upstream may);
+//   - two functions of one name: toolguard checks calls against the first,
+//     a client that keys its tools by name (most do) runs the last.
+func checkDeclarations(body []byte) *wire.Error {
+	ambiguous := func(msg string) *wire.Error {
+		return &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_ambiguous", Msg: msg}
+	}
+	invalid := func(msg string) *wire.Error {
+		return &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_invalid", Msg: msg}
+	}
+	tools, functions := gjson.GetBytes(body, "tools"), gjson.GetBytes(body, "functions")
+	notArray := func(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null && !v.IsArray() }
+	if notArray(tools) {
+		return ambiguous("tools must be an array")
+	}
+	if notArray(functions) {
+		return ambiguous("functions must be an array")
+	}
+	if tools.Get("#").Int() > 0 && functions.Get("#").Int() > 0 {
+		return ambiguous("declare functions in tools or in the legacy functions, not both: upstreams differ in which they honour")
+	}
+	seen := map[string]bool{}
+	var err *wire.Error
+	function := func(where string, fn gjson.Result) bool {
+		name := fn.Get("name")
+		switch p := fn.Get("parameters"); {
+		case !fn.IsObject():
+			err = invalid(where + " has no function object")
+		case name.Type != gjson.String || name.Str == "":
+			err = invalid(where + " has no name: a function is named by a non-empty string")
+		case p.Exists() && p.Type != gjson.Null && !p.IsObject() && !p.IsBool():
+			err = invalid(where + "'s parameters are not a JSON schema (an object)")
+		case seen[name.Str]:
+			err = ambiguous(fmt.Sprintf("%s repeats the name %q: calls would be checked against the first declaration, and a client may run the last", where, wire.Clip(name.Str, 64)))
+		}
+		seen[name.Str] = true
+		return err == nil
+	}
+	tools.ForEach(func(i, t gjson.Result) bool {
+		where := fmt.Sprintf("tools[%d]", i.Int())
+		typ, fn := t.Get("type"), t.Get("function")
+		switch {
+		case !t.IsObject():
+			err = invalid(where + " is not an object")
+			return false
+		case !typ.Exists() || (typ.Type == gjson.String && typ.Str == "function"):
+			return function(where, fn)
+		case fn.Exists():
+			err = ambiguous(fmt.Sprintf("%s has type %s but carries a function: an upstream may read it as a function tool, which toolguard would not check", where, wire.Clip(typ.Raw, 40)))
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	functions.ForEach(func(i, f gjson.Result) bool {
+		return function(fmt.Sprintf("functions[%d]", i.Int()), f)
+	})
+	return err
+}
+
+// Tools are the functions the request declares.
+func (q *Request) Tools() *ladder.Tools { return q.tools }

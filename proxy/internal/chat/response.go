@@ -1,0 +1,314 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
+)
+
+// turn is what the chat format keeps of a choice that holds tool calls.
+type turn struct {
+	raw    string // the choice's JSON as the model sent it
+	start  int    // where raw starts in the response body
+	end    int    // where it ends
+	legacy bool   // a function_call, not tool_calls
+
+	// The model's last message in this choice, for the next re-ask: its
+	// content (raw JSON, "null" if none), and the messages the re-asks have
+	// added to the conversation so far.
+	lastContent string
+	history     []string
+	pending     []string // the messages of the re-ask in flight
+}
+
+func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
+
+// call is what the chat format keeps of a call of a JSON reply.
+type call struct {
+	raw    string // the call object as the model sent it
+	legacy bool   // a legacy function_call object, not a tool_calls entry
+}
+
+// ReadReply checks that a chat completion reads the same to toolguard as
+// to a client. The error is a *wire.Error for the client.
+func (q *Request) ReadReply(body []byte) error {
+	if err := wire.Strict(body, responseShape); err != nil {
+		return wire.MalformedReply(err)
+	}
+	return nil
+}
+
+// Usage returns the prompt and completion tokens a reply reports.
+func (q *Request) Usage(body []byte) (prompt, completion int64, ok bool) {
+	u := gjson.GetBytes(body, "usage")
+	if !u.IsObject() {
+		return 0, 0, false
+	}
+	return u.Get("prompt_tokens").Int(), u.Get("completion_tokens").Int(), true
+}
+
+// Turns checks the tool calls of every choice of a chat completion (read
+// by ReadReply) and records them in x. It fails on a response whose calls
+// are in a shape a client would read differently (see sentOf).
+func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([]*ladder.Turn, error) {
+	choices := gjson.GetBytes(body, "choices")
+	if choices.Exists() && !choices.IsArray() && choices.Type != gjson.Null {
+		return nil, errors.New("choices is not an array")
+	}
+	if !choices.IsArray() {
+		return nil, nil
+	}
+	var out []*ladder.Turn
+	var err error
+	choices.ForEach(func(k, v gjson.Result) bool {
+		msg := v.Get("message")
+		var sent []ladder.Sent
+		var legacy bool
+		if sent, legacy, err = sentOf(msg); err != nil {
+			err = fmt.Errorf("choice %d: %w", k.Int(), err)
+			return false
+		}
+		if len(sent) == 0 {
+			return true
+		}
+		if v.Index <= 0 || string(body[v.Index:v.Index+len(v.Raw)]) != v.Raw {
+			err = fmt.Errorf("choice %d: its position in the body is unknown", k.Int())
+			return false
+		}
+		var calls []*ladder.Call
+		if calls, err = x.CheckAll(ctx, sent, 0, v.Get("finish_reason").String() == "length"); err != nil {
+			return false
+		}
+		x.Calls = append(x.Calls, calls...)
+		out = append(out, &ladder.Turn{
+			Index: int(k.Int()),
+			Calls: calls,
+			Last:  calls,
+			Wire: &turn{
+				raw:         v.Raw,
+				start:       v.Index,
+				end:         v.Index + len(v.Raw),
+				legacy:      legacy,
+				lastContent: rawOrNull(msg.Get("content")),
+			},
+		})
+		return true
+	})
+	return out, err
+}
+
+// sentOf reads the calls of one assistant message. Calls in a shape that
+// no client expects are an error, not "no calls": a client may still find
+// calls there (a tool_calls object, or a function_call that openai-node
+// exposes next to tool_calls), which would then reach it unchecked.
+func sentOf(msg gjson.Result) ([]ladder.Sent, bool, error) {
+	tcs, fc := msg.Get("tool_calls"), msg.Get("function_call")
+	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
+		return nil, false, errors.New("message.tool_calls is not an array")
+	}
+	if fc.Exists() && fc.Type != gjson.Null && !fc.IsObject() {
+		return nil, false, errors.New("message.function_call is not an object")
+	}
+	var sent []ladder.Sent
+	if tcs.IsArray() {
+		var err error
+		tcs.ForEach(func(i, tc gjson.Result) bool {
+			if !tc.IsObject() {
+				err = fmt.Errorf("message.tool_calls[%d] is not an object", i.Int())
+				return false
+			}
+			sent = append(sent, sentCall(tc, false))
+			return true
+		})
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	if fc.IsObject() {
+		if len(sent) > 0 {
+			return nil, false, errors.New("message holds both tool_calls and a legacy function_call")
+		}
+		return []ladder.Sent{sentCall(fc, true)}, true, nil
+	}
+	return sent, false, nil
+}
+
+// sentCall reads a tool_calls entry, or a legacy function_call object.
+func sentCall(raw gjson.Result, legacy bool) ladder.Sent {
+	fn := raw.Get("function")
+	if legacy {
+		fn = raw
+	}
+	s := ladder.Sent{ID: raw.Get("id").String(), Name: fn.Get("name").String(), Wire: &call{raw: raw.Raw, legacy: legacy}}
+	if a := fn.Get("arguments"); a.Exists() {
+		s.Args = a.Raw
+	}
+	return s
+}
+
+func rawOrNull(r gjson.Result) string {
+	if !r.Exists() {
+		return "null"
+	}
+	return r.Raw
+}
+
+// prefix is where a call object holds its name and arguments.
+func prefix(legacy bool) string {
+	if legacy {
+		return ""
+	}
+	return "function."
+}
+
+// output returns the call object to send to the client.
+func output(c *ladder.Call) (string, error) {
+	w := c.Wire.(*call)
+	if !c.Changed() {
+		return w.raw, nil
+	}
+	out, err := sjson.Set(w.raw, prefix(w.legacy)+"arguments", string(c.Args))
+	if err != nil {
+		return "", fmt.Errorf("write the arguments of call %q: %w", c.ID, err)
+	}
+	if c.Tool != nil && c.Tool.Name != c.Name {
+		if out, err = sjson.Set(out, prefix(w.legacy)+"name", c.Tool.Name); err != nil {
+			return "", fmt.Errorf("write the name of call %q: %w", c.ID, err)
+		}
+	}
+	return out, nil
+}
+
+// forHistory returns the call as it goes back to the model in a re-ask: as
+// sent, except that arguments that are not a string become one, because
+// providers reject a conversation whose history holds non-string arguments.
+// A call that came in a stream is written as a JSON reply would hold it.
+func forHistory(c *ladder.Call, legacy bool) (string, error) {
+	w, _ := c.Wire.(*call)
+	if w == nil {
+		w = &call{raw: object(c.ID, c.Name, c.RawArgs, legacy), legacy: legacy}
+	}
+	if gjson.Get(w.raw, prefix(w.legacy)+"arguments").Type == gjson.String {
+		return w.raw, nil
+	}
+	out, err := sjson.Set(w.raw, prefix(w.legacy)+"arguments", c.RawArgs)
+	if err != nil {
+		return "", fmt.Errorf("write the arguments of call %q for the history: %w", c.ID, err)
+	}
+	return out, nil
+}
+
+// object writes a call as a JSON reply holds it; args is raw JSON.
+func object(id, name, args string, legacy bool) string {
+	fn := `{"name":` + wire.Quote(name) + `,"arguments":` + args + `}`
+	if legacy {
+		return fn
+	}
+	if id == "" {
+		return `{"type":"function","function":` + fn + `}`
+	}
+	return `{"id":` + wire.Quote(id) + `,"type":"function","function":` + fn + `}`
+}
+
+// Write writes the checked calls back into the first response: mended
+// calls as mended, invalid ones dropped, and the calls of re-asks in place
+// of the ones they correct. The message's other fields stay as the model
+// first sent them (a streaming client has already seen its text). The model
+// that answered last and the usage summed over every attempt are reported.
+//
+// Each choice that changes is rewritten on its own bytes, and the body is
+// built once from the unchanged spans and the rewritten choices, so the
+// work is linear in the size of the response however many choices change.
+// A rewrite that fails is an error: the reply must not go out as the model
+// sent it while counted as mended.
+func (q *Request) Write(first []byte, turns []*ladder.Turn, replies [][]byte) ([]byte, error) {
+	var edits []wire.Splice
+	for _, t := range turns {
+		el, dirty, err := rewrite(t)
+		if err != nil {
+			return nil, fmt.Errorf("choice %d: %w", t.Index, err)
+		}
+		if dirty {
+			w := turnOf(t)
+			edits = append(edits, wire.Splice{Start: w.start, End: w.end, With: el})
+		}
+	}
+	body, err := wire.ApplySplices(first, edits)
+	if err != nil {
+		return nil, err
+	}
+	if len(replies) > 0 {
+		if m := gjson.GetBytes(replies[len(replies)-1], "model"); m.Type == gjson.String {
+			if body, err = sjson.SetRawBytes(body, "model", []byte(m.Raw)); err != nil {
+				return nil, fmt.Errorf("set model: %w", err)
+			}
+		}
+		if body, err = wire.SumUsage(body, "usage", replies); err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// SumUsage is the first response with the usage summed over every attempt,
+// for calls passed on as the model sent them.
+func (q *Request) SumUsage(first []byte, replies [][]byte) ([]byte, error) {
+	return wire.SumUsage(first, "usage", replies)
+}
+
+// rewrite returns the choice's JSON with its checked calls written back,
+// and whether it differs from what the model sent.
+func rewrite(t *ladder.Turn) ([]byte, bool, error) {
+	w := turnOf(t)
+	var keep []string
+	dirty := t.Touched
+	for _, c := range t.Calls {
+		if !c.Valid() {
+			dirty = true
+			continue
+		}
+		if c.Changed() {
+			dirty = true
+		}
+		out, err := output(c)
+		if err != nil {
+			return nil, false, err
+		}
+		keep = append(keep, out)
+	}
+	if !dirty {
+		return nil, false, nil
+	}
+	field := "message.tool_calls"
+	if w.legacy {
+		field = "message.function_call"
+		keep = keep[:min(len(keep), 1)]
+	}
+	el := []byte(w.raw)
+	var err error
+	switch {
+	case len(keep) == 0:
+		if el, err = sjson.DeleteBytes(el, field); err != nil {
+			return nil, false, fmt.Errorf("remove %s: %w", field, err)
+		}
+		if fr := gjson.GetBytes(el, "finish_reason").String(); fr == "tool_calls" || fr == "function_call" {
+			if el, err = sjson.SetRawBytes(el, "finish_reason", []byte(`"stop"`)); err != nil {
+				return nil, false, fmt.Errorf("set finish_reason: %w", err)
+			}
+		}
+	case w.legacy:
+		el, err = sjson.SetRawBytes(el, field, []byte(keep[0]))
+	default:
+		el, err = sjson.SetRawBytes(el, field, []byte("["+strings.Join(keep, ",")+"]"))
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("write %s: %w", field, err)
+	}
+	return el, true, nil
+}

@@ -1,0 +1,20 @@
+// Package ladder is toolguard's inspect/repair/re-ask loop, on a
+// representation of declared tools, calls and turns that no wire format
+// shapes: it knows neither HTTP nor any JSON path of a request or a reply.
+// A wire format (package chat, package responses) reads its bodies into
+// Calls and Turns, and writes back what the ladder made of them.
+//
+// Guarantees:
+//   - Check never invents: a call is valid when its arguments validate
+//     against its tool's schema as sent or after repair mended their form
+//     (package repair); every edit is recorded on the call.
+//   - Settle asks again at most as many times as the rules of the invalid
+//     calls allow (policy.ReaskBudget), and stops at once when its context
+//     ends; a re-ask that fails stops the asking, and says why in GaveUp.
+//   - The calls of a re-ask replace the invalid calls of their turn; the
+//     valid calls are kept, and a valid call the model sends again is not
+//     doubled.
+//   - The validation work of all the calls of a request is bounded by one
+//     budget (Exchange.Work); past it, calls whose arguments are a JSON
+//     object pass as unchecked, and the outcome says so.
+package ladder

@@ -1,0 +1,190 @@
+package wire
+
+import (
+	"bytes"
+	"io"
+)
+
+// Events is what a wire format does with the events of a stream it
+// inspects (see Stream).
+type Events interface {
+	// MayWait reports whether handling ev may wait on the network (settle
+	// calls and re-ask, or end the stream). It may err on the side of yes:
+	// a wrong yes only costs a write.
+	MayWait(ev []byte) bool
+	// Handle acts on one whole event, writing what the client gets to out,
+	// and reports when nothing more will be written. A *Error ends the
+	// stream with an error event (Fail); any other error ends it at once,
+	// with nothing more written (the client is gone).
+	Handle(ev []byte, out *bytes.Buffer) (done bool, err error)
+	// Truncated is the error for a stream that ended before its end.
+	Truncated() *Error
+	// Fail writes what ends a stream on e.
+	Fail(out *bytes.Buffer, e *Error)
+}
+
+// Stream replaces the body of a streamed reply. It reads the upstream's
+// events and hands each to the format as soon as it is whole. It does its
+// work inside Read, on the goroutine that copies the body to the client,
+// so nothing outlives the response.
+//
+// All the whole events of a network read are handled before their output
+// is returned, so they reach the client in one write, as a plain proxy
+// would send them. The one exception is an event that may make the format
+// wait (Events.MayWait): it is kept until the output before it has gone
+// out, so no text waits for a re-ask.
+type Stream struct {
+	up  io.ReadCloser
+	ev  Events
+	max int64 // the largest event, TOOLGUARD_MAX_RESPONSE_BYTES
+	// readError maps a failed network read to the error the client sees;
+	// nil when the client is gone and there is nobody to tell.
+	readError func(error) *Error
+	// OnFail, if set, is told of every error that ends the stream.
+	OnFail func(*Error)
+
+	split   Splitter
+	scratch []byte
+	out     bytes.Buffer
+	eof     bool   // the upstream body is exhausted
+	held    []byte // an event kept back until the output before it is sent
+	done    bool   // nothing more will be added to out
+	err     error
+}
+
+var _ io.ReadCloser = (*Stream)(nil)
+
+// NewStream reads up through ev. max bounds one event's size; readError
+// maps a failed read (nil: the client is gone, end silently).
+func NewStream(up io.ReadCloser, ev Events, max int64, readError func(error) *Error) *Stream {
+	return &Stream{up: up, ev: ev, max: max, readError: readError, scratch: make([]byte, 32<<10)}
+}
+
+func (s *Stream) Read(p []byte) (int, error) {
+	for s.out.Len() == 0 && !s.done {
+		s.step()
+	}
+	if s.out.Len() > 0 {
+		return s.out.Read(p)
+	}
+	if s.err != nil {
+		return 0, s.err
+	}
+	return 0, io.EOF
+}
+
+// Close closes the upstream's body.
+func (s *Stream) Close() error { return s.up.Close() }
+
+// step handles the events already read, or reads more from the upstream.
+func (s *Stream) step() {
+	if s.held != nil && !s.done {
+		ev := s.held
+		s.held = nil
+		s.handle(ev)
+	}
+	for !s.done {
+		ev, ok := s.split.Next()
+		if !ok {
+			break
+		}
+		if s.out.Len() > 0 && s.ev.MayWait(ev) {
+			s.held = append([]byte(nil), ev...)
+			break
+		}
+		s.handle(ev)
+	}
+	if s.done || s.out.Len() > 0 {
+		return
+	}
+	if s.eof {
+		s.fail(s.ev.Truncated())
+		return
+	}
+	if int64(s.split.Buffered()) > s.max {
+		// Every whole event has been handled: what is left is part of
+		// one. (Checked before reading, not after: one read can bring
+		// many small events.)
+		s.fail(&Error{Type: "upstream_error", Code: "upstream_event_too_large",
+			Msg: "an upstream event is larger than TOOLGUARD_MAX_RESPONSE_BYTES"})
+		return
+	}
+	n, err := s.up.Read(s.scratch)
+	s.split.Feed(s.scratch[:n])
+	switch {
+	case err == io.EOF:
+		s.eof = true
+		s.split.End()
+	case err != nil:
+		ae := s.readError(err)
+		if ae == nil {
+			s.done, s.err = true, err
+			return
+		}
+		s.fail(&Error{Type: ae.Type, Code: ae.Code, Msg: "the upstream's stream broke off: " + ae.Msg, Err: err})
+	}
+}
+
+func (s *Stream) handle(ev []byte) {
+	done, err := s.ev.Handle(ev, &s.out)
+	if err != nil {
+		if ae, ok := err.(*Error); ok {
+			s.fail(ae)
+			return
+		}
+		s.done, s.err = true, err
+		return
+	}
+	s.done = done
+}
+
+func (s *Stream) fail(ae *Error) {
+	if s.OnFail != nil {
+		s.OnFail(ae)
+	}
+	s.ev.Fail(&s.out, ae)
+	s.done = true
+}
+
+// BOMAtLineStart reports whether a line of an event starts with a UTF-8
+// byte order mark. The specification's decoder drops one at the start of
+// the stream, openai-node's at the start of every line, openai-python and
+// openai-go nowhere: a line such as "\ufeffdata: ..." is data to some
+// clients and an unknown field to others.
+func BOMAtLineStart(ev []byte) bool {
+	for at := 0; ; {
+		i := bytes.Index(ev[at:], bom)
+		if i < 0 {
+			return false
+		}
+		i += at
+		if i == 0 || ev[i-1] == '\n' || ev[i-1] == '\r' {
+			return true
+		}
+		at = i + len(bom)
+	}
+}
+
+var bom = []byte("\xef\xbb\xbf")
+
+// WriteData writes data as one event. JSON holds line breaks only as white
+// space (a chunk rewritten from a multi-line data event keeps them), and a
+// client would end the data line at one: each line goes out as a data line
+// of its own, which clients join with "\n" again.
+func WriteData(out *bytes.Buffer, data []byte) {
+	for {
+		i := bytes.IndexAny(data, "\r\n")
+		if i < 0 {
+			break
+		}
+		if i > 0 {
+			out.WriteString("data: ")
+			out.Write(data[:i])
+			out.WriteByte('\n')
+		}
+		data = data[i+1:]
+	}
+	out.WriteString("data: ")
+	out.Write(data)
+	out.WriteString("\n\n")
+}
