@@ -30,9 +30,10 @@ const statusClientClosed = 499
 // that went away, which cancels the same context.
 var errUpstreamTimeout = errors.New("TOOLGUARD_UPSTREAM_TIMEOUT passed")
 
-// upstreamError maps a failure to reach the upstream to what the client
-// sees: 504 when a timeout fired, 499 when the client left, 502 otherwise.
-func upstreamError(clientCtx context.Context, err error) *apiError {
+// statusError maps a failure to what the client sees: the *apiError it is
+// or wraps, as it is; for a failure to reach the upstream, 504 when a
+// timeout fired, 499 when the client left, 502 otherwise.
+func statusError(clientCtx context.Context, err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae

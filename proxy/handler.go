@@ -52,7 +52,7 @@ type Handler struct {
 	fallback *fallback
 	secrets  []string         // keys redacted from what upstreams send back
 	serve    http.Handler     // serveHTTP, traced when tracing is on
-	chat     http.HandlerFunc // the chat completions route, inspected
+	chat     returnHandler // the chat completions route, inspected
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -115,9 +115,9 @@ func New(o Options) (*Handler, error) {
 		h.mux.Handle("GET /metrics", h.MetricsHandler())
 	}
 	h.chat = h.inspectRoute(chatFormat)
-	h.mux.HandleFunc("POST /v1/chat/completions", h.chat)
-	h.mux.HandleFunc("/v1/", h.forward)
-	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { notFound().Write(w) })
+	h.mux.HandleFunc("POST /v1/chat/completions", h.handle(h.chat))
+	h.mux.HandleFunc("/v1/", h.handle(h.forward))
+	h.mux.HandleFunc("/", h.handle(func(http.ResponseWriter, *http.Request) error { return notFound() }))
 	h.ready.Store(true)
 	return h, nil
 }
@@ -137,16 +137,41 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 	defer h.finish(rec, r, info)
 	if len(h.keys) > 0 && !openPath(r.URL.Path) && !h.keys.allows(r) {
-		unauthorized().Write(rec)
-		drainBody(rec, r, min(h.cfg.MaxBodyBytes, drainAfter413))
+		h.serveError(rec, r, unauthorized())
 		return
 	}
 	if ae := checkRequest(r); ae != nil {
-		ae.Write(rec)
-		drainBody(rec, r, min(h.cfg.MaxBodyBytes, drainAfter413))
+		h.serveError(rec, r, ae)
 		return
 	}
 	h.mux.ServeHTTP(rec, r)
+}
+
+// A returnHandler returns its failure for serveError to write, rather than
+// writing it: one place answers and drains every refusal.
+type returnHandler func(w http.ResponseWriter, r *http.Request) error
+
+// handle adapts f to http.HandlerFunc.
+func (h *Handler) handle(f returnHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := f(w, r); err != nil {
+			h.serveError(w, r, err)
+		}
+	}
+}
+
+// serveError answers a request that toolguard refused or could not serve
+// with err in the OpenAI error shape (see statusError), then drains what
+// the client still sends of its body (see drainBody): after a 413, up to
+// drainAfter413; otherwise up to what a body may be.
+func (h *Handler) serveError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := statusError(r.Context(), err)
+	ae.Write(w)
+	limit := min(h.cfg.MaxBodyBytes, drainAfter413)
+	if ae.Status == http.StatusRequestEntityTooLarge {
+		limit = drainAfter413
+	}
+	drainBody(w, r, limit)
 }
 
 // Metrics returns the registry behind GET /metrics, for embedders that serve
@@ -180,35 +205,24 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 
 // forward passes a request through unchanged, but for a chat completion
 // under another prefix (see isChatPath), which is inspected.
-func (h *Handler) forward(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request) error {
 	if r.Method == http.MethodPost && isChatPath(r.URL.Path) {
-		h.chat(w, r)
-		return
+		return h.chat(w, r)
 	}
 	body, err := h.readBody(w, r)
 	if err != nil {
-		h.refuseBody(w, r, err)
-		return
+		return err
 	}
-	h.proxy(w, r, body)
+	return h.proxy(w, r, body)
 }
 
-// refuseBody answers a request whose body could not be read. After a 413 it
-// drains what the client still sends (see drainBody).
-func (h *Handler) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
-	ae := upstreamError(r.Context(), err)
-	ae.Write(w)
-	if ae.Status == http.StatusRequestEntityTooLarge {
-		drainBody(w, r, drainAfter413)
-	}
-}
-
-// proxy sends r upstream with body (already read) as its body.
-func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, body []byte) {
+// proxy sends r upstream with body (already read) as its body. It fails
+// only when no upstream slot is free; httputil's ErrorHandler answers the
+// failures of the round trip itself.
+func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, body []byte) error {
 	release, ok := h.slots.acquire()
 	if !ok {
-		overloaded().Write(w)
-		return
+		return overloaded()
 	}
 	defer release()
 	ctx, cancel := context.WithTimeoutCause(r.Context(), h.cfg.UpstreamTimeout, errUpstreamTimeout)
@@ -223,6 +237,7 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, body []byte) {
 		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	h.rp.ServeHTTP(w, r)
+	return nil
 }
 
 // readBody reads the whole request body, up to the configured limit. Bodies
@@ -295,7 +310,7 @@ func (h *Handler) modifyResponse(resp *http.Response) error {
 }
 
 func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
-	ae := upstreamError(r.Context(), err)
+	ae := statusError(r.Context(), err)
 	if ae.Status == statusClientClosed {
 		return
 	}

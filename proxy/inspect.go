@@ -65,29 +65,25 @@ type exchange struct {
 // inspectRoute is the handler of a route whose replies are inspected in
 // format f, when the request declares function tools; other requests pass
 // through.
-func (h *Handler) inspectRoute(f format) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) inspectRoute(f format) returnHandler {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		body, err := h.readBody(w, r)
 		if err != nil {
-			h.refuseBody(w, r, err)
-			return
+			return err
 		}
 		pol, perr := h.requestPolicyOf(r)
 		if perr != nil {
-			perr.Write(w)
-			return
+			return perr
 		}
 		var req request
 		if pol.rules("").Mode != policy.ModeOff {
 			if body, err = readRequest(r, body, h.cfg.MaxBodyBytes, f); err != nil {
-				upstreamError(r.Context(), err).Write(w)
-				return
+				return err
 			}
 			if pol.rules("").Mode.Repairs() {
 				mended, edits, err := f.mendHistory(body)
 				if err != nil {
-					writeFailed(err).Write(w)
-					return
+					return writeFailed(err)
 				}
 				if body = mended; len(edits) > 0 {
 					h.log.InfoContext(r.Context(), "mended tool calls in the request's history",
@@ -97,15 +93,15 @@ func (h *Handler) inspectRoute(f format) http.HandlerFunc {
 			req = f.open(body)
 		}
 		if req == nil {
-			h.proxy(w, r, body)
-			return
+			return h.proxy(w, r, body)
 		}
 		ex := h.newExchange(r.Context(), f, req, pol)
 		info := requestInfoFrom(r.Context())
 		info.inspected = ex
-		h.proxy(w, r, body)
+		err = h.proxy(w, r, body)
 		info.inspected = nil
 		ex.logResult(r)
+		return err
 	}
 }
 
@@ -275,7 +271,7 @@ func (ex *exchange) stream(resp *http.Response) {
 		if ex.ctx.Err() != nil {
 			return nil // the client is gone: nobody to tell
 		}
-		return upstreamError(ex.ctx, err)
+		return statusError(ex.ctx, err)
 	})
 	s.OnFail = func(ae *wire.Error) {
 		if ae.Err != nil {
@@ -300,7 +296,7 @@ func (ex *exchange) readFailure(err error) error {
 	if ex.ctx.Err() != nil {
 		return err
 	}
-	if ae := upstreamError(ex.ctx, err); ae.Status == http.StatusGatewayTimeout {
+	if ae := statusError(ex.ctx, err); ae.Status == http.StatusGatewayTimeout {
 		// TOOLGUARD_UPSTREAM_TIMEOUT fired while the body was arriving.
 		return ae
 	}
