@@ -1,0 +1,19 @@
+// Package wire holds the byte-level pieces that every wire format
+// toolguard inspects shares: the strict JSON reader, the SSE splitter and
+// the stream engine that drives a format's handling of events, splices and
+// patches of JSON bodies, usage sums, and the OpenAI error shape. It knows
+// no format's fields (each format passes the paths and shapes it reads) and
+// imports nothing of toolguard.
+//
+// Guarantees:
+//   - Bytes not touched are kept: a splice or a patch rewrites only what it
+//     names, and ApplySplices builds its result in one pass.
+//   - Every failure is returned: a patch that cannot be made is an error,
+//     never the input unchanged.
+//   - Strict refuses what common parsers read differently (duplicate
+//     names, names differing in letter case, invalid UTF-8, NaN, trailing
+//     data, a byte order mark) in one pass, without allocating per value.
+//   - A Stream starts no goroutine: its work is done inside Read, and an
+//     event that may wait on the network is held until the output before
+//     it has gone out.
+package wire
