@@ -44,7 +44,7 @@ func BenchmarkFinish(b *testing.B) {
 				c.Edits = []repair.Edit{{Kind: repair.KindRenameKey, Path: "/element"}}
 				outcome = ladder.OutcomeRepaired
 			}
-			ex := &exchange{h: h, x: &ladder.Exchange{Outcome: outcome, Calls: []*ladder.Call{c}}}
+			ex := &exchange{h: h, x: ladder.Exchange{Outcome: outcome, Calls: []*ladder.Call{c}}}
 			rec := &recorder{ResponseWriter: httptest.NewRecorder(), status: http.StatusOK, bytes: 470}
 			b.ReportAllocs()
 			for b.Loop() {

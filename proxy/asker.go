@@ -21,7 +21,7 @@ var _ ladder.Asker = (*exchange)(nil)
 // goes away.
 func (ex *exchange) Ask(ctx context.Context, t *ladder.Turn, attempt int) (ladder.Answer, error) {
 	model, toFallback := ex.x.FallbackModel(t)
-	body, err := ex.req.Reask(ex.x, t, attempt, model)
+	body, err := ex.req.Reask(&ex.x, t, attempt, model)
 	if err != nil {
 		// A re-ask that cannot be written is not sent half-written.
 		return ladder.Answer{}, fmt.Errorf("re-ask %d: write the request: %w", attempt, err)

@@ -50,7 +50,8 @@ type exchange struct {
 	ctx context.Context // the client's request context
 	f   format
 	req request
-	x   *ladder.Exchange
+	x   ladder.Exchange
+	pol requestPolicy // the rules, narrowed by the request's headers
 	// outreq is the first attempt's outgoing request, which re-asks clone.
 	outreq *http.Request
 	// replies are the bodies of the re-asks' replies, in order.
@@ -76,11 +77,11 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 			return perr
 		}
 		var req request
-		if pol.rules("").Mode != policy.ModeOff {
+		if pol.Rules("").Mode != policy.ModeOff {
 			if body, err = readRequest(r, body, h.cfg.MaxBodyBytes, f); err != nil {
 				return err
 			}
-			if pol.rules("").Mode.Repairs() {
+			if pol.Rules("").Mode.Repairs() {
 				mended, edits, err := f.mendHistory(body)
 				if err != nil {
 					return writeFailed(err)
@@ -108,21 +109,16 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 // newExchange starts the exchange of a request that f's request req
 // inspects, under the request's policy pol.
 func (h *Handler) newExchange(ctx context.Context, f format, req request, pol requestPolicy) *exchange {
-	return &exchange{
-		h:   h,
-		ctx: ctx,
-		f:   f,
-		req: req,
-		x: &ladder.Exchange{
-			Tools:   req.Tools(),
-			Rules:   pol.rules,
-			Schemas: h.schemas,
-			Work:    validate.NewBudget(ladder.RequestSteps),
-			Log:     h.log,
-			Ctx:     ctx,
-		},
-		model: req.Model(),
+	ex := &exchange{h: h, ctx: ctx, f: f, req: req, pol: pol, model: req.Model()}
+	ex.x = ladder.Exchange{
+		Tools:   req.Tools(),
+		Policy:  &ex.pol,
+		Schemas: h.schemas,
+		Work:    validate.NewBudget(ladder.RequestSteps),
+		Log:     h.log,
+		Ctx:     ctx,
 	}
+	return ex
 }
 
 // noteUsage adds the usage a reply reports to the exchange's token counts.
@@ -202,7 +198,7 @@ func (ex *exchange) inspect(resp *http.Response) error {
 // configured failure. It returns the status and body for the client;
 // status 0 keeps the upstream's.
 func (ex *exchange) run(first []byte) (int, []byte, error) {
-	x := ex.x
+	x := &ex.x
 	turns, err := ex.req.Turns(ex.ctx, x, first)
 	if err != nil {
 		if ex.ctx.Err() != nil {
@@ -259,7 +255,7 @@ func (ex *exchange) redact(s string) string { return ex.h.redact(s, nil) }
 func (ex *exchange) stream(resp *http.Response) {
 	events := ex.req.NewStream(ladder.Session{
 		Ctx:     ex.ctx,
-		X:       ex.x,
+		X:       &ex.x,
 		Ask:     ex,
 		Replies: func() [][]byte { return ex.replies },
 		Log:     ex.h.log,

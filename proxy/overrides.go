@@ -51,8 +51,8 @@ func badHeader(msg string) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_toolguard_header", Msg: msg}
 }
 
-// rules returns the settings for a tool's calls ("" for the global ones).
-func (p requestPolicy) rules(tool string) policy.Rules {
+// Rules returns the settings for a tool's calls ("" for the global ones).
+func (p *requestPolicy) Rules(tool string) policy.Rules {
 	r := p.cfg.Rules(tool)
 	if p.mode != "" {
 		r.Mode = r.Mode.Cap(p.mode)

@@ -120,8 +120,8 @@ func (q *Request) Answer(t *ladder.Turn, reply []byte) (ladder.Answer, error) {
 		return ladder.Answer{}, fmt.Errorf("the upstream's reply cannot be read unambiguously: %w", err)
 	}
 	msg := gjson.GetBytes(reply, "choices.0.message")
-	sent, _, err := sentOf(msg)
-	if err != nil {
+	var sent []ladder.Sent
+	if _, err := sentOf(msg, func(s ladder.Sent) bool { sent = append(sent, s); return true }); err != nil {
 		return ladder.Answer{}, fmt.Errorf("the upstream's reply is malformed: %w", err)
 	}
 	w := turnOf(t)

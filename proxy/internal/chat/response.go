@@ -12,8 +12,11 @@ import (
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
-// turn is what the chat format keeps of a choice that holds tool calls.
+// turn is what the chat format keeps of a choice that holds tool calls,
+// around the ladder's Turn (whose Wire points back to it).
 type turn struct {
+	ladder.Turn
+
 	raw    string // the choice's JSON as the model sent it
 	start  int    // where raw starts in the response body
 	end    int    // where it ends
@@ -28,12 +31,6 @@ type turn struct {
 }
 
 func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
-
-// call is what the chat format keeps of a call of a JSON reply.
-type call struct {
-	raw    string // the call object as the model sent it
-	legacy bool   // a legacy function_call object, not a tool_calls entry
-}
 
 // ReadReply checks that a chat completion reads the same to toolguard as
 // to a client. The error is a *wire.Error for the client.
@@ -68,54 +65,59 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 	var err error
 	choices.ForEach(func(k, v gjson.Result) bool {
 		msg := v.Get("message")
-		var sent []ladder.Sent
-		var legacy bool
-		if sent, legacy, err = sentOf(msg); err != nil {
-			err = fmt.Errorf("choice %d: %w", k.Int(), err)
-			return false
-		}
-		if len(sent) == 0 {
+		cutOff := v.Get("finish_reason").String() == "length"
+		var calls []*ladder.Call
+		legacy, perr := sentOf(msg, func(s ladder.Sent) bool {
+			if ctx != nil && ctx.Err() != nil {
+				// The client left: no more work for it.
+				err = ctx.Err()
+				return false
+			}
+			calls = append(calls, x.Check(s, 0, true, cutOff))
 			return true
-		}
-		if v.Index <= 0 || string(body[v.Index:v.Index+len(v.Raw)]) != v.Raw {
+		})
+		switch {
+		case err != nil:
+			return false
+		case perr != nil:
+			err = fmt.Errorf("choice %d: %w", k.Int(), perr)
+			return false
+		case len(calls) == 0:
+			return true
+		case v.Index <= 0 || string(body[v.Index:v.Index+len(v.Raw)]) != v.Raw:
 			err = fmt.Errorf("choice %d: its position in the body is unknown", k.Int())
 			return false
 		}
-		var calls []*ladder.Call
-		if calls, err = x.CheckAll(ctx, sent, 0, v.Get("finish_reason").String() == "length"); err != nil {
-			return false
-		}
 		x.Calls = append(x.Calls, calls...)
-		out = append(out, &ladder.Turn{
-			Index: int(k.Int()),
-			Calls: calls,
-			Last:  calls,
-			Wire: &turn{
-				raw:         v.Raw,
-				start:       v.Index,
-				end:         v.Index + len(v.Raw),
-				legacy:      legacy,
-				lastContent: rawOrNull(msg.Get("content")),
-			},
-		})
+		t := &turn{
+			raw:         v.Raw,
+			start:       v.Index,
+			end:         v.Index + len(v.Raw),
+			legacy:      legacy,
+			lastContent: rawOrNull(msg.Get("content")),
+		}
+		t.Turn = ladder.Turn{Index: int(k.Int()), Calls: calls, Last: calls, Wire: t}
+		out = append(out, &t.Turn)
 		return true
 	})
 	return out, err
 }
 
-// sentOf reads the calls of one assistant message. Calls in a shape that
-// no client expects are an error, not "no calls": a client may still find
-// calls there (a tool_calls object, or a function_call that openai-node
-// exposes next to tool_calls), which would then reach it unchecked.
-func sentOf(msg gjson.Result) ([]ladder.Sent, bool, error) {
+// sentOf reads the calls of one assistant message, handing each to add
+// until it returns false, and reports whether the message holds a legacy
+// function_call. Calls in a shape that no client expects are an error, not
+// "no calls": a client may still find calls there (a tool_calls object, or
+// a function_call that openai-node exposes next to tool_calls), which
+// would then reach it unchecked.
+func sentOf(msg gjson.Result, add func(ladder.Sent) bool) (bool, error) {
 	tcs, fc := msg.Get("tool_calls"), msg.Get("function_call")
 	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
-		return nil, false, errors.New("message.tool_calls is not an array")
+		return false, errors.New("message.tool_calls is not an array")
 	}
 	if fc.Exists() && fc.Type != gjson.Null && !fc.IsObject() {
-		return nil, false, errors.New("message.function_call is not an object")
+		return false, errors.New("message.function_call is not an object")
 	}
-	var sent []ladder.Sent
+	n := 0
 	if tcs.IsArray() {
 		var err error
 		tcs.ForEach(func(i, tc gjson.Result) bool {
@@ -123,20 +125,21 @@ func sentOf(msg gjson.Result) ([]ladder.Sent, bool, error) {
 				err = fmt.Errorf("message.tool_calls[%d] is not an object", i.Int())
 				return false
 			}
-			sent = append(sent, sentCall(tc, false))
-			return true
+			n++
+			return add(sentCall(tc, false))
 		})
 		if err != nil {
-			return nil, false, err
+			return false, err
 		}
 	}
 	if fc.IsObject() {
-		if len(sent) > 0 {
-			return nil, false, errors.New("message holds both tool_calls and a legacy function_call")
+		if n > 0 {
+			return false, errors.New("message holds both tool_calls and a legacy function_call")
 		}
-		return []ladder.Sent{sentCall(fc, true)}, true, nil
+		add(sentCall(fc, true))
+		return true, nil
 	}
-	return sent, false, nil
+	return false, nil
 }
 
 // sentCall reads a tool_calls entry, or a legacy function_call object.
@@ -145,7 +148,7 @@ func sentCall(raw gjson.Result, legacy bool) ladder.Sent {
 	if legacy {
 		fn = raw
 	}
-	s := ladder.Sent{ID: raw.Get("id").String(), Name: fn.Get("name").String(), Wire: &call{raw: raw.Raw, legacy: legacy}}
+	s := ladder.Sent{ID: raw.Get("id").String(), Name: fn.Get("name").String(), Raw: raw.Raw}
 	if a := fn.Get("arguments"); a.Exists() {
 		s.Args = a.Raw
 	}
@@ -167,18 +170,17 @@ func prefix(legacy bool) string {
 	return "function."
 }
 
-// output returns the call object to send to the client.
-func output(c *ladder.Call) (string, error) {
-	w := c.Wire.(*call)
+// output returns the call object of a JSON reply to send to the client.
+func output(c *ladder.Call, legacy bool) (string, error) {
 	if !c.Changed() {
-		return w.raw, nil
+		return c.Raw, nil
 	}
-	out, err := sjson.Set(w.raw, prefix(w.legacy)+"arguments", string(c.Args))
+	out, err := sjson.Set(c.Raw, prefix(legacy)+"arguments", string(c.Args))
 	if err != nil {
 		return "", fmt.Errorf("write the arguments of call %q: %w", c.ID, err)
 	}
 	if c.Tool != nil && c.Tool.Name != c.Name {
-		if out, err = sjson.Set(out, prefix(w.legacy)+"name", c.Tool.Name); err != nil {
+		if out, err = sjson.Set(out, prefix(legacy)+"name", c.Tool.Name); err != nil {
 			return "", fmt.Errorf("write the name of call %q: %w", c.ID, err)
 		}
 	}
@@ -190,14 +192,14 @@ func output(c *ladder.Call) (string, error) {
 // providers reject a conversation whose history holds non-string arguments.
 // A call that came in a stream is written as a JSON reply would hold it.
 func forHistory(c *ladder.Call, legacy bool) (string, error) {
-	w, _ := c.Wire.(*call)
-	if w == nil {
-		w = &call{raw: object(c.ID, c.Name, c.RawArgs, legacy), legacy: legacy}
+	raw := c.Raw
+	if raw == "" {
+		raw = object(c.ID, c.Name, c.RawArgs, legacy)
 	}
-	if gjson.Get(w.raw, prefix(w.legacy)+"arguments").Type == gjson.String {
-		return w.raw, nil
+	if gjson.Get(raw, prefix(legacy)+"arguments").Type == gjson.String {
+		return raw, nil
 	}
-	out, err := sjson.Set(w.raw, prefix(w.legacy)+"arguments", c.RawArgs)
+	out, err := sjson.Set(raw, prefix(legacy)+"arguments", c.RawArgs)
 	if err != nil {
 		return "", fmt.Errorf("write the arguments of call %q for the history: %w", c.ID, err)
 	}
@@ -276,7 +278,7 @@ func rewrite(t *ladder.Turn) ([]byte, bool, error) {
 		if c.Changed() {
 			dirty = true
 		}
-		out, err := output(c)
+		out, err := output(c, w.legacy)
 		if err != nil {
 			return nil, false, err
 		}

@@ -293,7 +293,9 @@ func (r *stream) settle(sc *streamChoice) {
 	if len(sc.content) > 0 {
 		content = wire.Quote(string(sc.content))
 	}
-	t := &ladder.Turn{Index: int(sc.index), Calls: calls, Last: calls, Wire: &turn{legacy: sc.legacy, lastContent: content}}
+	ct := &turn{legacy: sc.legacy, lastContent: content}
+	ct.Turn = ladder.Turn{Index: int(sc.index), Calls: calls, Last: calls, Wire: ct}
+	t := &ct.Turn
 	if err := x.Settle(r.Ctx, []*ladder.Turn{t}, r.Ask); err != nil {
 		r.abort, r.done = err, true
 		return

@@ -81,8 +81,9 @@ type Sent struct {
 	// a string holding JSON, as the API sends it, or a JSON value that some
 	// servers send in its place.
 	Args string
-	// Wire is the format's own record of the call, kept on the Call.
-	Wire any
+	// Raw is the call as the model sent it, in its format (a JSON reply's
+	// call object); "" for a call put together from a stream.
+	Raw string
 }
 
 // Call is one tool call and what the ladder made of it.
@@ -101,7 +102,7 @@ type Call struct {
 	// against the schema (it does not compile, or checking would cost more
 	// than the work budget).
 	Unchecked bool
-	Wire      any // Sent.Wire
+	Raw       string // Sent.Raw
 }
 
 // Valid reports whether the call may reach the client.
@@ -122,8 +123,8 @@ func (c *Call) ToolName() string {
 // Exchange is one inspected request: its tools and rules, and what became
 // of every call checked for it, in every attempt.
 type Exchange struct {
-	Tools   *Tools
-	Rules   func(tool string) policy.Rules // a tool's rules; "" for the global ones
+	Tools  *Tools
+	Policy RuleSet
 	Schemas *validate.Cache
 	// Work is the validation all of the request's calls may do together,
 	// over every attempt: past it, calls pass unchecked.
@@ -138,13 +139,19 @@ type Exchange struct {
 	Outcome Outcome
 }
 
+// A RuleSet gives the rules for a tool's calls ("" for the global ones):
+// the configuration, narrowed by the request.
+type RuleSet interface {
+	Rules(tool string) policy.Rules
+}
+
 // rulesOf returns the settings for one call: its tool's, or the global ones
 // for a call naming no declared tool.
 func (x *Exchange) rulesOf(c *Call) policy.Rules {
 	if c.Tool == nil {
-		return x.Rules("")
+		return x.Policy.Rules("")
 	}
-	return x.Rules(c.Tool.Name)
+	return x.Policy.Rules(c.Tool.Name)
 }
 
 // Check runs the ladder's local steps on one call: the tool's name, then
@@ -152,11 +159,11 @@ func (x *Exchange) rulesOf(c *Call) policy.Rules {
 // the reply ended at the model's length limit: arguments that end early are
 // then never closed (repair.Options). The call is not added to x.Calls.
 func (x *Exchange) Check(s Sent, attempt int, mend, cutOff bool) *Call {
-	c := &Call{ID: s.ID, Name: s.Name, Attempt: attempt, RawArgs: s.Args, Wire: s.Wire}
+	c := &Call{ID: s.ID, Name: s.Name, Attempt: attempt, RawArgs: s.Args, Raw: s.Raw}
 	if s.Args == "" {
 		c.RawArgs = `""`
 	}
-	global := x.Rules("")
+	global := x.Policy.Rules("")
 	c.Tool = x.Tools.Lookup(c.Name)
 	var nameEdit *repair.Edit
 	if c.Tool == nil && mend && global.Mode.Repairs() && global.SchemaRepair {

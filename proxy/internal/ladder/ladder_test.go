@@ -18,12 +18,13 @@ const clickSchema = `{"type":"object","properties":{"selector":{"type":"string"}
 // newExchange is an exchange for a request declaring click and scroll,
 // under cfg.
 func newExchange(cfg policy.Config) *Exchange {
+	c := &cfg
 	ts := &Tools{}
 	ts.Add("click", []byte(clickSchema))
 	ts.Add("scroll", []byte(`{"type":"object","properties":{"by":{"type":"integer"}},"required":["by"]}`))
 	return &Exchange{
 		Tools:   ts,
-		Rules:   cfg.Rules,
+		Policy:  c,
 		Schemas: validate.NewCache(16),
 		Work:    validate.NewBudget(RequestSteps),
 		Log:     slog.New(slog.DiscardHandler),

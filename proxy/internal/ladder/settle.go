@@ -184,7 +184,7 @@ func (x *Exchange) ForceTool(t *Turn) (string, bool) {
 	}
 	var rules policy.Rules
 	if len(tools) > 0 && tools[0] != "" {
-		rules = x.Rules(tools[0])
+		rules = x.Policy.Rules(tools[0])
 	}
 	if !x.Last(t) {
 		return "", false
