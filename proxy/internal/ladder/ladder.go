@@ -34,6 +34,14 @@ const (
 // and attempts together (validate.MaxSteps bounds one call's).
 const RequestSteps = 4 * validate.MaxSteps
 
+// MaxMendBytes bounds the arguments of one request's calls, over every
+// attempt, that are handed to the mender: the work of mending is not
+// linear in every shape (a fenced array of half a million numbers costs
+// about a second a MiB), so the bytes alone, not the call count, bound it.
+// One call of the largest size that is mended (repair.MaxInput) fits; the
+// calls past the bound are checked, not mended.
+const MaxMendBytes = repair.MaxInput
+
 // objectSchema stands in for a function declared without parameters: such a
 // function takes an object, and OpenAI sends "{}" for it.
 var objectSchema = []byte(`{"type":"object"}`)
@@ -123,14 +131,18 @@ func (c *Call) ToolName() string {
 // Exchange is one inspected request: its tools and rules, and what became
 // of every call checked for it, in every attempt.
 type Exchange struct {
-	Tools  *Tools
-	Policy RuleSet
+	Tools   *Tools
+	Policy  RuleSet
 	Schemas *validate.Cache
 	// Work is the validation all of the request's calls may do together,
 	// over every attempt: past it, calls pass unchecked.
 	Work *validate.Budget
 	Log  *slog.Logger
 	Ctx  context.Context // the client's request, for the log
+	// mended is the bytes of arguments handed to the mender so far;
+	// overMend is set once a call was past MaxMendBytes.
+	mended   int
+	overMend bool
 
 	// What happened.
 	Calls   []*Call // every call checked, in every attempt
@@ -192,6 +204,18 @@ func (x *Exchange) Check(s Sent, attempt int, mend, cutOff bool) *Call {
 	schema, err := x.Schemas.Get(c.Tool.Params)
 	if err != nil {
 		schema = nil // the cache logs it once per schema
+	}
+	if mend && rules.Mode.Repairs() {
+		if x.mended+len(c.RawArgs) > MaxMendBytes {
+			mend = false
+			if !x.overMend {
+				x.overMend = true
+				x.Log.WarnContext(x.Ctx, "tool calls checked, not mended: the request's calls are over the mending bound",
+					"tool", c.Tool.Name, "call_id", c.ID, "bytes", len(c.RawArgs), "bound", MaxMendBytes)
+			}
+		} else {
+			x.mended += len(c.RawArgs)
+		}
 	}
 	res := repair.Arguments([]byte(c.RawArgs), schema, repair.Options{
 		Budget:       x.Work,

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/validate"
 )
 
@@ -45,7 +46,7 @@ func turn(t *testing.T, x *Exchange, sent ...Sent) *Turn {
 
 func click(id, args string) Sent { return Sent{ID: id, Name: "click", Args: quote(args)} }
 
-func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+func quote(s string) string { return wire.Quote(s) }
 
 // asker answers each re-ask with the next answer of its script (the last
 // repeats), or fails with err; it records what it was asked.
@@ -215,5 +216,20 @@ func TestWorkBudget(t *testing.T) {
 	}
 	if got := x.Decide(false); got != OutcomeUnchecked {
 		t.Errorf("outcome %s, want unchecked", got)
+	}
+}
+
+// TestMendBound: the calls of a request are mended up to MaxMendBytes of
+// arguments in all; the calls past it are checked, not mended.
+func TestMendBound(t *testing.T) {
+	x := newExchange(policy.Default())
+	fenced := "```json\n{\"selector\": \"" + strings.Repeat("a", MaxMendBytes/3) + "\"}\n```"
+	var mended []bool
+	for range 4 {
+		c := x.Check(click("a", fenced), 0, true, false)
+		mended = append(mended, c.Valid())
+	}
+	if want := []bool{true, true, false, false}; !slices.Equal(mended, want) {
+		t.Errorf("mended %v, want %v", mended, want)
 	}
 }
