@@ -1,0 +1,103 @@
+package ladder
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
+	"github.com/toolguard/toolguard/repair"
+)
+
+// maxHistoryFixes bounds the calls mended in one request's history; the
+// calls past it go upstream as the client sent them.
+const maxHistoryFixes = 256
+
+// maxHistoryMendBytes bounds the arguments handed to the mender in one
+// request's history, whether or not it mends them. The call count alone is
+// no bound on the work: some shapes cost a few hundred nanoseconds a byte
+// (a fenced array of half a million numbers, about 0.5 s a MiB), and a
+// 32 MiB history holds thirty such calls. One call of the largest size that
+// is mended (repair.MaxInput) fits.
+const maxHistoryMendBytes = repair.MaxInput
+
+// HistoryMender applies the syntax step of the ladder to the calls of the
+// conversation a client sends back: a conversation whose history holds
+// malformed arguments (truncated, fenced, an object instead of a string) is
+// rejected by some providers on every later turn. Only form is mended,
+// never meaning; arguments that cannot be made a JSON object are left as
+// they are. A format hands it each call of the history (Call), then builds
+// the mended body (Body): in one pass, so the work is linear in the body
+// however many calls are mended. At most maxHistoryFixes calls and
+// maxHistoryMendBytes of arguments are mended, calls in order: history
+// mending is a courtesy to the provider, and a call past either bound goes
+// as the client sent it (a smaller call after one that did not fit the
+// bytes left is still mended).
+type HistoryMender struct {
+	edits  []repair.Edit
+	fixes  []wire.Splice
+	budget int
+}
+
+// NewHistoryMender starts mending one request's history.
+func NewHistoryMender() *HistoryMender { return &HistoryMender{budget: maxHistoryMendBytes} }
+
+// Call mends the arguments args of one call (read from the body being
+// mended), if they need it. When the call has no arguments member, one is
+// added at the start of obj, the object that should hold it.
+func (m *HistoryMender) Call(args, obj gjson.Result) {
+	if len(m.fixes) == maxHistoryFixes {
+		return
+	}
+	if args.Type == gjson.String && gjson.Valid(args.Str) && gjson.Parse(args.Str).IsObject() {
+		return
+	}
+	raw := args.Raw
+	if !args.Exists() {
+		raw = `""`
+	}
+	if len(raw) > m.budget {
+		return
+	}
+	m.budget -= len(raw)
+	mended, e, err := repair.Syntax([]byte(raw))
+	if err != nil || len(e) == 0 {
+		return
+	}
+	val := wire.Quote(string(mended))
+	if args.Exists() {
+		m.fixes = append(m.fixes, wire.Splice{Start: args.Index, End: args.Index + len(args.Raw), With: []byte(val)})
+		m.edits = append(m.edits, e...)
+		return
+	}
+	// No arguments member: add one at the start of the object that lacks
+	// it (a call with no such object is left).
+	if obj.IsObject() {
+		sep := ","
+		if strings.TrimSpace(obj.Raw[1:len(obj.Raw)-1]) == "" {
+			sep = ""
+		}
+		m.fixes = append(m.fixes, wire.Splice{Start: obj.Index + 1, End: obj.Index + 1, With: []byte(`"arguments":` + val + sep)})
+		m.edits = append(m.edits, e...)
+	}
+}
+
+// Body returns the mended body and the edits made: body itself, byte for
+// byte, when nothing needed mending. A mended body that cannot be built is
+// an error.
+func (m *HistoryMender) Body(body []byte) ([]byte, []repair.Edit, error) {
+	for _, f := range m.fixes {
+		if f.Start <= 0 {
+			return nil, nil, errors.New("mend history: the position of a call's arguments is unknown")
+		}
+	}
+	// The calls may not have been handed over in the body's order.
+	slices.SortFunc(m.fixes, func(a, b wire.Splice) int { return a.Start - b.Start })
+	out, err := wire.ApplySplices(body, m.fixes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mend history: %w", err)
+	}
+	return out, m.edits, nil
+}

@@ -1,0 +1,192 @@
+package responses
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
+)
+
+// Path is the Responses route below the API's base URL; a fallback re-ask
+// goes there too.
+const Path = "/responses"
+
+// The shapes of the bodies toolguard reads (see wire.Strict).
+var (
+	toolShape = wire.Shape{"type": nil, "name": nil, "parameters": nil, "strict": nil, "description": nil}
+	itemShape = wire.Shape{
+		"type": nil, "id": nil, "role": nil, "content": nil, "status": nil,
+		"call_id": nil, "name": nil, "namespace": nil, "arguments": nil, "output": nil,
+	}
+	requestShape = wire.Shape{
+		"model": nil, "stream": nil, "stream_options": nil, "input": itemShape, "tools": toolShape,
+		"tool_choice": wire.Shape{"type": nil, "name": nil}, "previous_response_id": nil,
+		"conversation": nil, "store": nil, "background": nil,
+		"text": wire.Shape{"format": wire.Shape{"type": nil, "name": nil, "schema": nil, "strict": nil}},
+	}
+	usageShape    = wire.Shape{"input_tokens": nil, "output_tokens": nil, "total_tokens": nil}
+	responseShape = wire.Shape{
+		"id": nil, "model": nil, "status": nil, "output": itemShape, "usage": usageShape, "error": nil,
+		"incomplete_details": wire.Shape{"reason": nil},
+	}
+	eventShape = wire.Shape{
+		"type": nil, "sequence_number": nil, "output_index": nil, "item_id": nil, "item": itemShape,
+		"delta": nil, "arguments": nil, "name": nil, "response": responseShape,
+	}
+)
+
+func init() {
+	// A namespace holds functions as tools holds them.
+	toolShape["tools"] = toolShape
+}
+
+// Read checks that a Responses request's body reads the same to toolguard
+// as to the upstream: strict JSON, an object, and function tools declared
+// unambiguously. The error is a *wire.Error for the client.
+func Read(body []byte) error {
+	if err := wire.Strict(body, requestShape); err != nil {
+		return wire.RequestUnreadable(err)
+	}
+	if !gjson.ParseBytes(body).IsObject() {
+		return wire.RequestUnreadable(errors.New("the body is not a JSON object"))
+	}
+	_, err := declared(body)
+	return err
+}
+
+// tool is a declared function: its key in ladder.Tools is its name, or
+// "namespace.name" for a function of a namespace.
+type tool struct{ namespace, name string }
+
+// declared reads the function tools of a request, refusing declarations
+// that toolguard could read differently from the upstream or the client:
+// tools that is not an array of objects, an entry without a type, a
+// function without a non-empty string name or whose parameters are not a
+// schema, and two functions of one name (toolguard would check calls
+// against the first, a client that keys its tools by name runs the last).
+// Entries of other types (built-in tools, custom tools, MCP) are not
+// inspected.
+func declared(body []byte) (*ladder.Tools, error) {
+	ambiguous := func(msg string) error {
+		return &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_ambiguous", Msg: msg}
+	}
+	invalid := func(msg string) error {
+		return &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_invalid", Msg: msg}
+	}
+	tools := gjson.GetBytes(body, "tools")
+	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
+		return nil, ambiguous("tools must be an array")
+	}
+	ts := &ladder.Tools{}
+	var err error
+	function := func(where string, namespace string, t gjson.Result) bool {
+		name, p := t.Get("name"), t.Get("parameters")
+		switch {
+		case name.Type != gjson.String || name.Str == "":
+			err = invalid(where + " has no name: a function is named by a non-empty string")
+			return false
+		case p.Exists() && p.Type != gjson.Null && !p.IsObject() && !p.IsBool():
+			err = invalid(where + "'s parameters are not a JSON schema (an object)")
+			return false
+		}
+		key := name.Str
+		if namespace != "" {
+			key = namespace + "." + name.Str
+		}
+		var params []byte
+		if p.IsObject() || p.IsBool() {
+			params = []byte(p.Raw)
+		}
+		if !ts.Add(key, params) {
+			err = ambiguous(fmt.Sprintf("%s repeats the name %q: calls would be checked against the first declaration, and a client may run the last", where, wire.Clip(key, 64)))
+			return false
+		}
+		return true
+	}
+	tools.ForEach(func(i, t gjson.Result) bool {
+		where := fmt.Sprintf("tools[%d]", i.Int())
+		typ := t.Get("type")
+		switch {
+		case !t.IsObject():
+			err = invalid(where + " is not an object")
+			return false
+		case typ.Type != gjson.String:
+			err = invalid(where + " has no type")
+			return false
+		case typ.Str == "function":
+			return function(where, "", t)
+		case typ.Str == "namespace":
+			ns := t.Get("name")
+			if ns.Type != gjson.String || ns.Str == "" {
+				err = invalid(where + " is a namespace without a name")
+				return false
+			}
+			fns := t.Get("tools")
+			if fns.Exists() && !fns.IsArray() {
+				err = ambiguous(where + ".tools must be an array")
+				return false
+			}
+			fns.ForEach(func(j, f gjson.Result) bool {
+				w := fmt.Sprintf("%s.tools[%d]", where, j.Int())
+				switch ft := f.Get("type"); {
+				case !f.IsObject():
+					err = invalid(w + " is not an object")
+					return false
+				case ft.Type == gjson.String && ft.Str == "function":
+					return function(w, ns.Str, f)
+				}
+				return true
+			})
+			return err == nil
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+// Request is an inspected Responses request.
+type Request struct {
+	Body  []byte
+	tools *ladder.Tools
+}
+
+// NewRequest reads the function tools of a request (checked by Read). It
+// returns nil when there is nothing to inspect: no function tools, or a
+// background response, which the client fetches later by its id, outside
+// any request toolguard sees.
+func NewRequest(body []byte) *Request {
+	if gjson.GetBytes(body, "background").Bool() {
+		return nil
+	}
+	ts, err := declared(body)
+	if err != nil || ts.Len() == 0 {
+		return nil
+	}
+	return &Request{Body: body, tools: ts}
+}
+
+// Tools are the functions the request declares.
+func (q *Request) Tools() *ladder.Tools { return q.tools }
+
+// Model is the model the request names.
+func (q *Request) Model() string { return gjson.GetBytes(q.Body, "model").Str }
+
+// Stateful says why the request must not be re-asked, "" if it may be: a
+// request that continues stored state (previous_response_id, a
+// conversation) would see a re-ask's attempt added to that state, or
+// chain from the wrong response.
+func (q *Request) Stateful() string {
+	switch {
+	case gjson.GetBytes(q.Body, "conversation").Exists() && gjson.GetBytes(q.Body, "conversation").Type != gjson.Null:
+		return "the request continues a conversation, whose stored items a re-ask would change"
+	case gjson.GetBytes(q.Body, "previous_response_id").Type == gjson.String:
+		return "the request continues a stored response (previous_response_id), which a re-ask would not continue from"
+	}
+	return ""
+}
