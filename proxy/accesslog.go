@@ -83,6 +83,8 @@ func routeOf(r *http.Request) string {
 	switch r.Pattern {
 	case "POST /v1/chat/completions":
 		return "/v1/chat/completions"
+	case "POST /v1/responses":
+		return "/v1/responses"
 	case "/v1/":
 		return "/v1/*"
 	case "GET /healthz":
@@ -133,7 +135,7 @@ func (h *Handler) finish(rec *recorder, r *http.Request, info *requestInfo) {
 		return
 	}
 	// Sized for every attribute below, so appending never grows it.
-	attrs := make([]slog.Attr, 0, 14)
+	attrs := make([]slog.Attr, 0, 15)
 	attrs = append(attrs,
 		slog.String("method", r.Method),
 		slog.String("route", route),
@@ -155,6 +157,7 @@ func (h *Handler) finish(rec *recorder, r *http.Request, info *requestInfo) {
 			}
 		}
 		attrs = append(attrs,
+			slog.String("format", ex.f.name),
 			slog.String("outcome", string(ex.x.Outcome)),
 			slog.Int("attempts", ex.x.Reasks+1),
 			slog.Int("reasks", ex.x.Reasks),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolguard/toolguard/proxy/internal/chat"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/responses"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/repair"
 )
@@ -58,6 +59,23 @@ type request interface {
 
 	// NewStream handles the events of a streamed reply.
 	NewStream(s ladder.Session, maxBytes int64) wire.Events
+	// Stateful says why the request must not be re-asked ("" if it may
+	// be): it continues state stored upstream that a re-ask would change.
+	Stateful() string
+}
+
+// responsesFormat is the Responses API.
+var responsesFormat = format{
+	name:        "responses",
+	path:        responses.Path,
+	read:        responses.Read,
+	mendHistory: responses.MendHistory,
+	open: func(body []byte) request {
+		if q := responses.NewRequest(body); q != nil {
+			return q
+		}
+		return nil
+	},
 }
 
 // chatFormat is the Chat Completions API.

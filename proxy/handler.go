@@ -50,8 +50,8 @@ type Handler struct {
 	keys     keyring
 	slots    slots
 	fallback *fallback
-	secrets  []string         // keys redacted from what upstreams send back
-	serve    http.Handler     // serveHTTP, traced when tracing is on
+	secrets  []string      // keys redacted from what upstreams send back
+	serve    http.Handler  // serveHTTP, traced when tracing is on
 	chat     returnHandler // the chat completions route, inspected
 }
 
@@ -116,6 +116,7 @@ func New(o Options) (*Handler, error) {
 	}
 	h.chat = h.inspectRoute(chatFormat)
 	h.mux.HandleFunc("POST /v1/chat/completions", h.handle(h.chat))
+	h.mux.HandleFunc("POST /v1/responses", h.handle(h.inspectRoute(responsesFormat)))
 	h.mux.HandleFunc("/v1/", h.handle(h.forward))
 	h.mux.HandleFunc("/", h.handle(func(http.ResponseWriter, *http.Request) error { return notFound() }))
 	h.ready.Store(true)

@@ -96,6 +96,12 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		if req == nil {
 			return h.proxy(w, r, body)
 		}
+		if why := req.Stateful(); why != "" && pol.maxReasks != 0 {
+			// Validation and local repair only: the failure, if calls stay
+			// invalid, is the configured one.
+			pol.maxReasks = 0
+			h.log.InfoContext(r.Context(), "no re-asks for this request", "format", f.name, "reason", why)
+		}
 		ex := h.newExchange(r.Context(), f, req, pol)
 		info := requestInfoFrom(r.Context())
 		info.inspected = ex

@@ -35,6 +35,7 @@ type metrics struct {
 
 	requests    *prometheus.CounterVec // route, code
 	completions *prometheus.CounterVec // outcome, model
+	inspected   *prometheus.CounterVec // format, outcome, model
 	upErrors    *prometheus.CounterVec // kind
 	toolCalls   *prometheus.CounterVec // tool, outcome, model
 	repairs     *prometheus.CounterVec // kind
@@ -96,6 +97,7 @@ type toolOutcome struct {
 }
 
 type outcomeModel struct {
+	format  string
 	outcome ladder.Outcome
 	model   string
 }
@@ -119,6 +121,10 @@ func newMetrics(schemas *validate.Cache) *metrics {
 			Name: "toolguard_chat_completions_total",
 			Help: "Inspected chat completions, by outcome (none, valid, repaired, reasked, failed, unchecked) and the model the request named.",
 		}, []string{"outcome", "model"}),
+		inspected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolguard_inspected_total",
+			Help: "Inspected requests, by wire format (chat.completions, responses), outcome (none, valid, repaired, reasked, failed, unchecked) and the model the request named.",
+		}, []string{"format", "outcome", "model"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolguard_tool_calls_total",
 			Help: "Tool calls the model sent, by tool and outcome: valid as received, repaired locally, reasked (sent back to the model with its errors), failed (still invalid when toolguard gave up), unchecked (passed as a JSON object because its schema could not be checked); with the model the request named.",
@@ -166,7 +172,7 @@ func newMetrics(schemas *validate.Cache) *metrics {
 		return func() float64 { return f(schemas.Stats()) }
 	}
 	m.reg.MustRegister(
-		m.requests, m.completions, m.toolCalls, m.repairs, m.reasks, m.upstream, m.overhead, m.upErrors,
+		m.requests, m.completions, m.inspected, m.toolCalls, m.repairs, m.reasks, m.upstream, m.overhead, m.upErrors,
 		m.tokens, m.firstByte, m.inFlight,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "toolguard_schema_cache_hits_total",
@@ -197,7 +203,7 @@ func (m *metrics) request(route string, code int) {
 	}).Inc()
 }
 
-// exchange records what became of an inspected chat completion's calls.
+// exchange records what became of an inspected request's calls.
 // A call is "reasked" when a re-ask followed it, "failed" when it was still
 // invalid after the last one.
 func (m *metrics) exchange(ex *exchange) {
@@ -206,10 +212,16 @@ func (m *metrics) exchange(ex *exchange) {
 		model = m.models.label(ex.model)
 	}
 	if ex.x.Outcome != "" {
-		k := outcomeModel{ex.x.Outcome, model}
+		k := outcomeModel{ex.f.name, ex.x.Outcome, model}
 		m.byOutcome.get(k, func() prometheus.Counter {
-			return m.completions.WithLabelValues(string(k.outcome), k.model)
+			return m.inspected.WithLabelValues(k.format, string(k.outcome), k.model)
 		}).Inc()
+		if ex.f.name == chatFormat.name {
+			k.format = ""
+			m.byOutcome.get(k, func() prometheus.Counter {
+				return m.completions.WithLabelValues(string(k.outcome), k.model)
+			}).Inc()
+		}
 	}
 	m.reasks.Add(float64(ex.x.Reasks))
 	for i, t := range ex.tokens {

@@ -108,6 +108,13 @@ func TestMetricsAfterScriptedTraffic(t *testing.T) {
 		"toolguard_chat_completions_total{model=gpt-test,outcome=reasked}":  1,
 		"toolguard_chat_completions_total{model=gpt-test,outcome=failed}":   1,
 
+		// The same, by format.
+		"toolguard_inspected_total{format=chat.completions,model=gpt-test,outcome=valid}":    1,
+		"toolguard_inspected_total{format=chat.completions,model=m,outcome=unchecked}":       1,
+		"toolguard_inspected_total{format=chat.completions,model=gpt-test,outcome=repaired}": 1,
+		"toolguard_inspected_total{format=chat.completions,model=gpt-test,outcome=reasked}":  1,
+		"toolguard_inspected_total{format=chat.completions,model=gpt-test,outcome=failed}":   1,
+
 		"toolguard_tool_calls_total{model=gpt-test,outcome=valid,tool=click}":    2, // a first answer, one correction
 		"toolguard_tool_calls_total{model=m,outcome=unchecked,tool=click}":       1, // the schema that did not compile
 		"toolguard_tool_calls_total{model=gpt-test,outcome=repaired,tool=click}": 1,

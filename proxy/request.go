@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolguard/toolguard/proxy/internal/chat"
+	"github.com/toolguard/toolguard/proxy/internal/responses"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
@@ -30,7 +32,7 @@ import (
 // prefixes: Azure's /openai/deployments/{name}/chat/completions, LiteLLM's
 // /engines/{model}/chat/completions and the same. A POST to any path under
 // /v1 that ends so carries a chat completion request and is inspected.
-const chatSuffix = "/chat/completions"
+const chatSuffix = chat.Path
 
 // isChatPath reports whether a POST to path is inspected as a chat
 // completion.
@@ -72,6 +74,10 @@ func checkRequest(r *http.Request) *apiError {
 	if why := ambiguousPath(r); why != "" {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
 			Msg: "the path " + wire.Clip(r.URL.EscapedPath(), 200) + " " + why + ": servers route such paths differently, so toolguard refuses them"}
+	}
+	if trimmed := strings.TrimRight(r.URL.Path, "/"); strings.EqualFold(trimmed, "/v1"+responses.Path) && r.URL.Path != "/v1"+responses.Path {
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
+			Msg: "send this request to /v1" + responses.Path + " exactly: some servers route " + wire.Clip(r.URL.Path, 200) + " to it, which would pass it uninspected"}
 	}
 	if trimmed := strings.TrimRight(r.URL.Path, "/"); len(trimmed) >= len(chatSuffix) &&
 		strings.EqualFold(trimmed[len(trimmed)-len(chatSuffix):], chatSuffix) {

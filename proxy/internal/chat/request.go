@@ -160,5 +160,8 @@ func checkDeclarations(body []byte) *wire.Error {
 	return err
 }
 
+// Stateful is "": a chat completion carries its whole conversation.
+func (q *Request) Stateful() string { return "" }
+
 // Tools are the functions the request declares.
 func (q *Request) Tools() *ladder.Tools { return q.tools }

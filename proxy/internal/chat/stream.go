@@ -64,8 +64,9 @@ func (r *stream) Handle(ev []byte, out *bytes.Buffer) (bool, error) {
 // MayWait implements wire.Events.
 func (r *stream) MayWait(ev []byte) bool { return mayWait(ev) }
 
-// Truncated implements wire.Events.
-func (r *stream) Truncated() *wire.Error {
+// End implements wire.Events: a chat stream ends with [DONE], after which
+// nothing more is read.
+func (r *stream) End() *wire.Error {
 	return &wire.Error{Type: "upstream_error", Code: "upstream_stream_truncated",
 		Msg: "the upstream's stream ended before data: [DONE]"}
 }

@@ -17,8 +17,9 @@ type Events interface {
 	// stream with an error event (Fail); any other error ends it at once,
 	// with nothing more written (the client is gone).
 	Handle(ev []byte, out *bytes.Buffer) (done bool, err error)
-	// Truncated is the error for a stream that ended before its end.
-	Truncated() *Error
+	// End is told that the upstream's body ended; it returns the error for
+	// a stream that ended before its end, nil for one that was whole.
+	End() *Error
 	// Fail writes what ends a stream on e.
 	Fail(out *bytes.Buffer, e *Error)
 }
@@ -98,7 +99,10 @@ func (s *Stream) step() {
 		return
 	}
 	if s.eof {
-		s.fail(s.ev.Truncated())
+		if ae := s.ev.End(); ae != nil {
+			s.fail(ae)
+		}
+		s.done = true
 		return
 	}
 	if int64(s.split.Buffered()) > s.max {

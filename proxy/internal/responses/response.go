@@ -1,0 +1,273 @@
+package responses
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
+)
+
+// turn is what the format keeps of a response whose output holds function
+// calls, around the ladder's Turn (whose Wire points back to it).
+type turn struct {
+	ladder.Turn
+	// first are the calls of the first reply, one per function_call item
+	// of its output, in order.
+	first []*ladder.Call
+	// The span of the output array in the first reply; zero for a turn of
+	// a stream.
+	start, end int
+
+	// The input items the re-asks have added so far, and those of the
+	// re-ask in flight.
+	history, pending []string
+}
+
+func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
+
+// ReadReply checks that a response reads the same to toolguard as to a
+// client. The error is a *wire.Error for the client.
+func (q *Request) ReadReply(body []byte) error {
+	if err := wire.Strict(body, responseShape); err != nil {
+		return wire.MalformedReply(err)
+	}
+	return nil
+}
+
+// Usage returns the input and output tokens a reply reports: a response,
+// or a stream's event that carries one.
+func (q *Request) Usage(body []byte) (in, out int64, ok bool) {
+	if u := gjson.GetBytes(body, "usage"); u.Exists() {
+		return usageAt(u)
+	}
+	return usageAt(gjson.GetBytes(body, "response.usage"))
+}
+
+func usageAt(u gjson.Result) (in, out int64, ok bool) {
+	if !u.IsObject() {
+		return 0, 0, false
+	}
+	return u.Get("input_tokens").Int(), u.Get("output_tokens").Int(), true
+}
+
+// cutOff reports whether a response stopped at the model's output limit.
+func cutOff(resp gjson.Result) bool {
+	return resp.Get("status").Str == "incomplete" && resp.Get("incomplete_details.reason").Str == "max_output_tokens"
+}
+
+// Turns checks the function calls of a response (read by ReadReply) and
+// records them in x: one turn for the whole output, or none.
+func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([]*ladder.Turn, error) {
+	resp := gjson.ParseBytes(body)
+	output := resp.Get("output")
+	if output.Exists() && output.Type != gjson.Null && !output.IsArray() {
+		return nil, errors.New("output is not an array")
+	}
+	var calls []*ladder.Call
+	var err error
+	cut := cutOff(resp)
+	if perr := sentOf(output, func(s ladder.Sent) bool {
+		if ctx != nil && ctx.Err() != nil {
+			// The client left: no more work for it.
+			err = ctx.Err()
+			return false
+		}
+		calls = append(calls, x.Check(s, 0, true, cut))
+		return true
+	}); err != nil || perr != nil {
+		return nil, cmpErr(err, perr)
+	}
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	if output.Index <= 0 || string(body[output.Index:output.Index+len(output.Raw)]) != output.Raw {
+		return nil, errors.New("the position of output in the body is unknown")
+	}
+	x.Calls = append(x.Calls, calls...)
+	t := &turn{first: calls, start: output.Index, end: output.Index + len(output.Raw)}
+	t.Turn = ladder.Turn{Calls: calls, Last: calls, Wire: t}
+	return []*ladder.Turn{&t.Turn}, nil
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// sentOf reads the function_call items of an output array, handing each
+// to add until it returns false. A function_call item in a shape no client
+// expects is an error, not "no call".
+func sentOf(output gjson.Result, add func(ladder.Sent) bool) error {
+	var err error
+	output.ForEach(func(i, item gjson.Result) bool {
+		if !item.IsObject() {
+			err = fmt.Errorf("output[%d] is not an object", i.Int())
+			return false
+		}
+		if item.Get("type").Str != "function_call" {
+			return true
+		}
+		s, e := sentItem(item)
+		if e != nil {
+			err = fmt.Errorf("output[%d]: %w", i.Int(), e)
+			return false
+		}
+		return add(s)
+	})
+	return err
+}
+
+// sentItem reads a function_call item.
+func sentItem(item gjson.Result) (ladder.Sent, error) {
+	name, ns := item.Get("name"), item.Get("namespace")
+	if name.Exists() && name.Type != gjson.String {
+		return ladder.Sent{}, errors.New("the name of a function_call is not a string")
+	}
+	if ns.Exists() && ns.Type != gjson.Null && ns.Type != gjson.String {
+		return ladder.Sent{}, errors.New("the namespace of a function_call is not a string")
+	}
+	s := ladder.Sent{ID: item.Get("call_id").String(), Name: name.Str, Raw: item.Raw}
+	if ns.Str != "" {
+		s.Name = ns.Str + "." + name.Str
+	}
+	if a := item.Get("arguments"); a.Exists() {
+		s.Args = a.Raw
+	}
+	return s, nil
+}
+
+// item returns the function_call item to send to the client: as the model
+// sent it, or with its mended arguments (as a string) and name.
+func item(c *ladder.Call) (string, error) {
+	if !c.Changed() {
+		return c.Raw, nil
+	}
+	out, err := sjson.Set(c.Raw, "arguments", string(c.Args))
+	if err != nil {
+		return "", fmt.Errorf("write the arguments of call %q: %w", c.ID, err)
+	}
+	if c.Tool != nil && c.Tool.Name != c.Name {
+		ns, name := splitName(c.Tool.Name, gjson.Get(c.Raw, "namespace").Str != "")
+		if out, err = sjson.Set(out, "name", name); err == nil && ns != "" {
+			out, err = sjson.Set(out, "namespace", ns)
+		}
+		if err != nil {
+			return "", fmt.Errorf("write the name of call %q: %w", c.ID, err)
+		}
+	}
+	return out, nil
+}
+
+// splitName splits a tool's key into its namespace and name, if it is a
+// namespace's function.
+func splitName(key string, namespaced bool) (string, string) {
+	if i := strings.IndexByte(key, '.'); namespaced && i > 0 {
+		return key[:i], key[i+1:]
+	}
+	return "", key
+}
+
+// Write writes what the ladder made of the response's calls back into its
+// output: mended calls as mended, invalid ones dropped, and the calls of
+// re-asks after the last function_call item. Every other item, and the
+// rest of the body, stays as the model first sent it, but for the model
+// that answered last and the usage summed over every attempt. A rewrite
+// that fails is an error.
+func (q *Request) Write(first []byte, turns []*ladder.Turn, replies [][]byte) ([]byte, error) {
+	body := first
+	for _, tt := range turns {
+		out, dirty, err := rewrite(first, tt)
+		if err != nil {
+			return nil, err
+		}
+		if dirty {
+			t := turnOf(tt)
+			if body, err = wire.ApplySplices(first, []wire.Splice{{Start: t.start, End: t.end, With: out}}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(replies) == 0 {
+		return body, nil
+	}
+	var err error
+	if m := gjson.GetBytes(replies[len(replies)-1], "model"); m.Type == gjson.String {
+		if body, err = sjson.SetRawBytes(body, "model", []byte(m.Raw)); err != nil {
+			return nil, fmt.Errorf("set model: %w", err)
+		}
+	}
+	return wire.SumUsage(body, "usage", replies)
+}
+
+// rewrite returns the output array with the turn's calls written back, and
+// whether it differs from what the model sent.
+func rewrite(first []byte, tt *ladder.Turn) ([]byte, bool, error) {
+	t := turnOf(tt)
+	dirty := tt.Touched
+	keep := map[*ladder.Call]bool{}
+	for _, c := range tt.Calls {
+		keep[c] = true
+	}
+	for _, c := range t.first {
+		if !keep[c] || !c.Valid() || c.Changed() {
+			dirty = true
+		}
+	}
+	if !dirty {
+		return nil, false, nil
+	}
+	var items []string
+	k, lastCall := 0, -1
+	var err error
+	gjson.ParseBytes(first[t.start:t.end]).ForEach(func(_, it gjson.Result) bool {
+		if it.Get("type").Str != "function_call" {
+			items = append(items, it.Raw)
+			return true
+		}
+		c := t.first[k]
+		k++
+		lastCall = len(items)
+		if keep[c] && c.Valid() {
+			var s string
+			if s, err = item(c); err != nil {
+				return false
+			}
+			items = append(items, s)
+			lastCall = len(items)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	var added []string
+	for _, c := range tt.Calls {
+		if c.Attempt == 0 || !c.Valid() {
+			continue
+		}
+		s, err := item(c)
+		if err != nil {
+			return nil, false, err
+		}
+		added = append(added, s)
+	}
+	if lastCall < 0 {
+		lastCall = len(items)
+	}
+	items = slices.Insert(items, lastCall, added...)
+	return []byte("[" + strings.Join(items, ",") + "]"), true, nil
+}
+
+// SumUsage is the first response with the usage summed over every attempt,
+// for calls passed on as the model sent them.
+func (q *Request) SumUsage(first []byte, replies [][]byte) ([]byte, error) {
+	return wire.SumUsage(first, "usage", replies)
+}

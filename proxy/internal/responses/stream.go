@@ -1,0 +1,597 @@
+package responses
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
+)
+
+// What a stream may hold, whatever the upstream sends.
+const (
+	maxStreamCalls = 256  // function_call items held at once
+	maxStreamItems = 4096 // output items numbered
+)
+
+// stream handles the events of a streamed response (wire.Events). Events
+// pass as they come, renumbered when they must be, except those of
+// function_call items: each is held from its output_item.added until its
+// output_item.done, then checked. A call valid as received goes out at
+// once as the events it came in, when every call before it has gone out;
+// the others wait for the response's end, where the ladder settles them
+// (mending, re-asking without streaming) and they go out as events of
+// toolguard's. The terminal event (response.completed, .incomplete) is
+// rewritten to hold exactly the items the client was sent, with the usage
+// summed over every attempt.
+//
+// What the client sees stays consistent: its sequence_number values
+// increase by one from the first, and output_index values are given in the
+// order items are emitted (clients check that an added item is the next
+// of the output).
+type stream struct {
+	ladder.Session
+	maxBytes int64
+	out      *bytes.Buffer
+	done     bool
+	failure  *wire.Error
+	abort    error
+
+	seq      int64           // the next sequence_number the client sees
+	next     int64           // the next output_index the client sees
+	index    map[int64]int64 // upstream output_index to the client's, for items emitted
+	upstream []int64         // for each client index, the upstream one (-1: an item of a re-ask)
+	final    map[int64]string
+	calls    map[int64]*heldCall // function_call items by upstream output_index
+	order    []*heldCall         // the calls, in the order they were added
+	named    bool                // the upstream names its events (event: lines)
+	// changed is set once what the client sees differs from what the
+	// upstream sent (renumbered, held past another item, mended, dropped):
+	// the terminal event is then rewritten.
+	changed  bool
+	anyCalls bool
+	failed   bool
+	finished bool  // the terminal event has gone out
+	total    int64 // bytes held
+}
+
+// heldCall is a function_call item of the stream and its events.
+type heldCall struct {
+	index    int64 // upstream output_index
+	id       string
+	events   [][]byte
+	item     string // the item as its output_item.done gave it ("" before)
+	args     string // the arguments of its function_call_arguments.done
+	call     *ladder.Call
+	released bool
+	// waits: the call could not go out early (not valid as received, or
+	// a call before it waits); it waits for the response's end.
+	waits bool
+}
+
+var _ wire.Events = (*stream)(nil)
+
+// NewStream returns the format's handling of a stream's events. What it
+// holds is bounded by maxBytes.
+func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
+	return &stream{Session: s, maxBytes: maxBytes, index: map[int64]int64{}, final: map[int64]string{}, calls: map[int64]*heldCall{}}
+}
+
+// MayWait implements wire.Events: the terminal events settle calls and may
+// re-ask.
+func (r *stream) MayWait(ev []byte) bool {
+	return bytes.Contains(ev, []byte("response.completed")) || bytes.Contains(ev, []byte("response.incomplete"))
+}
+
+// End implements wire.Events: a stream must end after its terminal event
+// (what follows it, an Open Responses [DONE], passes).
+func (r *stream) End() *wire.Error {
+	if r.finished {
+		return nil
+	}
+	return &wire.Error{Type: "upstream_error", Code: "upstream_stream_truncated",
+		Msg: "the upstream's stream ended before its response.completed"}
+}
+
+// Fail implements wire.Events: the stream ends with an error event, as the
+// Responses API sends one.
+func (r *stream) Fail(out *bytes.Buffer, ae *wire.Error) {
+	if r.anyCalls || ae.Code == "tool_call_invalid" {
+		r.X.Outcome = ladder.OutcomeFailed
+		fmt.Fprintf(out, ": toolguard outcome=%s reasks=%d\n\n", ladder.OutcomeFailed, r.X.Reasks)
+	}
+	data := `{"type":"error","code":` + wire.Quote(ae.Code) + `,"message":` + wire.Quote(ae.Msg) + `,"param":null,"sequence_number":` + strconv.FormatInt(r.seq, 10) + `}`
+	if ae.Details != nil {
+		if d, err := sjson.Set(data, "details", ae.Details); err == nil {
+			data = d
+		}
+	}
+	r.seq++
+	out.WriteString("event: error\n")
+	wire.WriteData(out, []byte(data))
+}
+
+func (r *stream) fail(ae *wire.Error) { r.failure, r.done = ae, true }
+
+// Handle implements wire.Events.
+func (r *stream) Handle(ev []byte, out *bytes.Buffer) (bool, error) {
+	r.out = out
+	r.handle(ev)
+	switch {
+	case r.failure != nil:
+		return true, r.failure
+	case r.abort != nil:
+		return true, r.abort
+	}
+	return r.done, nil
+}
+
+// eventName returns the name an event's event: line gives it, if any.
+func eventName(ev []byte) (string, bool) {
+	for len(ev) > 0 {
+		i := bytes.IndexAny(ev, "\r\n")
+		line := ev
+		if i >= 0 {
+			line, ev = ev[:i], ev[i+1:]
+		} else {
+			ev = nil
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("event:")); ok {
+			return string(bytes.TrimPrefix(v, []byte(" "))), true
+		}
+	}
+	return "", false
+}
+
+func (r *stream) handle(ev []byte) {
+	if wire.BOMAtLineStart(ev) {
+		r.fail(&wire.Error{Type: "upstream_error", Code: "upstream_invalid_event",
+			Msg: "a line of the upstream's stream starts with a byte order mark, which clients read differently"})
+		return
+	}
+	data, ok := wire.EventData(ev)
+	if !ok {
+		r.out.Write(ev) // comments and other fields pass through
+		return
+	}
+	if string(data) == "[DONE]" {
+		// Open Responses ends a stream so; the terminal event came before.
+		r.out.Write(ev)
+		return
+	}
+	if err := wire.Strict(data, eventShape); err != nil {
+		r.fail(invalidEvent(err.Error()))
+		return
+	}
+	e := gjson.ParseBytes(data)
+	typ := e.Get("type").Str
+	if name, ok := eventName(ev); ok {
+		r.named = true
+		if name != typ {
+			// Some clients dispatch on the event's name, others on its
+			// type: an event whose two differ is read differently.
+			r.fail(invalidEvent(fmt.Sprintf("an event named %q has the type %q", wire.Clip(name, 64), wire.Clip(typ, 64))))
+			return
+		}
+	}
+	switch typ {
+	case "response.completed", "response.incomplete":
+		r.finish(ev, e)
+		return
+	case "response.output_item.added":
+		if e.Get("item.type").Str == "function_call" {
+			r.addCall(ev, e)
+			return
+		}
+	}
+	oi := e.Get("output_index")
+	if !oi.Exists() {
+		r.emit(ev, e, -1)
+		return
+	}
+	idx, ok := plainIndex(oi)
+	if !ok {
+		r.fail(wire.MalformedReply(fmt.Errorf("an output_index is %s, not a non-negative integer", wire.Clip(oi.Raw, 32))))
+		return
+	}
+	if hc := r.calls[idx]; hc != nil && !hc.released {
+		r.holdEvent(hc, ev, e)
+		return
+	}
+	if typ == "response.output_item.done" {
+		r.final[idx] = e.Get("item").Raw
+	}
+	if typ == "response.output_item.added" {
+		if len(r.upstream) >= maxStreamItems {
+			r.fail(tooLarge("output items"))
+			return
+		}
+		r.index[idx] = r.next
+		r.upstream = append(r.upstream, idx)
+		r.next++
+	}
+	if strings.HasPrefix(typ, "response.function_call_arguments.") {
+		// Arguments of no function_call item this stream added: a client
+		// may still assemble a call from them.
+		r.fail(wire.MalformedReply(fmt.Errorf("%s for output_index %d, which is not a function_call added before", typ, idx)))
+		return
+	}
+	r.emit(ev, e, idx)
+}
+
+// plainIndex returns an index written as every client reads it: a JSON
+// number of digits only.
+func plainIndex(v gjson.Result) (int64, bool) {
+	if v.Type != gjson.Number {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v.Raw, 10, 64)
+	return n, err == nil && n >= 0
+}
+
+func invalidEvent(why string) *wire.Error {
+	return &wire.Error{Type: "upstream_error", Code: "upstream_invalid_event",
+		Msg: "the upstream sent a stream event that cannot be read unambiguously (" + wire.Clip(why, 200) + ")"}
+}
+
+func tooLarge(what string) *wire.Error {
+	return &wire.Error{Type: "upstream_error", Code: "upstream_stream_too_large",
+		Msg: "the upstream's stream holds too many " + what}
+}
+
+// emit sends an event on, with its sequence_number and output_index (of
+// the upstream item idx, -1 for none) as the client counts them: as the
+// upstream sent it (ev) when they are the same, else rewritten from e (ev
+// nil: always rewritten).
+func (r *stream) emit(ev []byte, e gjson.Result, idx int64) {
+	patches := r.renumber(e, idx)
+	if len(patches) == 0 && ev != nil {
+		r.out.Write(ev)
+		return
+	}
+	r.changed = true
+	data := []byte(e.Raw)
+	var err error
+	for i := 0; i < len(patches); i += 2 {
+		if data, err = wire.Patch(data, patches[i], patches[i+1]); err != nil {
+			r.fail(wire.WriteFailed(err))
+			return
+		}
+	}
+	r.write(e.Get("type").Str, data)
+}
+
+// renumber returns the patches (path, value) that give an event the
+// client's numbers, and counts it.
+func (r *stream) renumber(e gjson.Result, idx int64) []string {
+	var patches []string
+	if sn := e.Get("sequence_number"); sn.Exists() {
+		if n, ok := plainIndex(sn); !ok || n != r.seq {
+			patches = append(patches, "sequence_number", strconv.FormatInt(r.seq, 10))
+		}
+	}
+	r.seq++
+	if idx >= 0 {
+		if ci, ok := r.index[idx]; ok && ci != idx {
+			patches = append(patches, "output_index", strconv.FormatInt(ci, 10))
+		}
+	}
+	return patches
+}
+
+// write sends an event of toolguard's, named if the upstream names its
+// events.
+func (r *stream) write(typ string, data []byte) {
+	if r.named {
+		r.out.WriteString("event: " + typ + "\n")
+	}
+	wire.WriteData(r.out, data)
+}
+
+// addCall starts holding a function_call item.
+func (r *stream) addCall(ev []byte, e gjson.Result) {
+	idx, ok := plainIndex(e.Get("output_index"))
+	if !ok {
+		r.fail(wire.MalformedReply(errors.New("a function_call item's output_index is not a non-negative integer")))
+		return
+	}
+	if _, emitted := r.index[idx]; r.calls[idx] != nil || emitted {
+		r.fail(wire.MalformedReply(fmt.Errorf("output_index %d is added twice", idx)))
+		return
+	}
+	if len(r.order) >= maxStreamCalls {
+		r.fail(tooLarge("function calls"))
+		return
+	}
+	r.anyCalls = true
+	hc := &heldCall{index: idx, id: e.Get("item.id").Str}
+	r.calls[idx] = hc
+	r.order = append(r.order, hc)
+	r.holdEvent(hc, ev, e)
+}
+
+// holdEvent keeps an event of a held call; at the call's output_item.done,
+// the call is complete and may go out.
+func (r *stream) holdEvent(hc *heldCall, ev []byte, e gjson.Result) {
+	hc.events = append(hc.events, append([]byte(nil), ev...))
+	r.total += int64(len(ev))
+	if r.total > r.maxBytes {
+		r.fail(&wire.Error{Type: "upstream_error", Code: "upstream_response_too_large",
+			Msg: "the stream's function calls held are larger than TOOLGUARD_MAX_RESPONSE_BYTES"})
+		return
+	}
+	switch e.Get("type").Str {
+	case "response.function_call_arguments.done":
+		hc.args = e.Get("arguments").Raw
+	case "response.output_item.done":
+		hc.item = e.Get("item").Raw
+		r.releaseReady()
+	}
+}
+
+// sent is a complete held call as the ladder reads it: the item of its
+// output_item.done, whose arguments are authoritative (some models stream
+// no argument deltas), else the arguments of its .done event.
+func (hc *heldCall) sent() (ladder.Sent, error) {
+	item := gjson.Parse(hc.item)
+	s, err := sentItem(item)
+	if err != nil {
+		return s, err
+	}
+	if !item.Get("arguments").Exists() && hc.args != "" {
+		s.Args = hc.args
+	}
+	return s, nil
+}
+
+// releaseReady sends on, in order, the complete calls valid as received,
+// as the events they came in, until one that is not.
+func (r *stream) releaseReady() {
+	for _, hc := range r.order {
+		if hc.released {
+			continue
+		}
+		if hc.item == "" || hc.waits {
+			return
+		}
+		s, err := hc.sent()
+		if err != nil {
+			r.fail(wire.MalformedReply(err))
+			return
+		}
+		c := r.X.Check(s, 0, false, false)
+		if !c.Valid() || c.Changed() || c.Unchecked {
+			hc.waits = true
+			return
+		}
+		hc.call = c
+		r.releaseHeld(hc)
+		if r.done {
+			return
+		}
+	}
+}
+
+// releaseHeld sends a call as the events it came in, renumbered.
+func (r *stream) releaseHeld(hc *heldCall) {
+	if hc.index != r.next {
+		r.changed = true
+	}
+	r.index[hc.index] = r.next
+	r.upstream = append(r.upstream, hc.index)
+	r.next++
+	for _, ev := range hc.events {
+		data, _ := wire.EventData(ev)
+		r.emit(ev, gjson.ParseBytes(data), hc.index)
+		if r.done {
+			return
+		}
+	}
+	hc.events, hc.released = nil, true
+	r.final[hc.index] = hc.item
+}
+
+// finish settles the calls still held when the response ends, sends the
+// valid ones, and sends the terminal event rewritten to hold exactly what
+// the client was sent.
+func (r *stream) finish(ev []byte, e gjson.Result) {
+	x := r.X
+	resp := e.Get("response")
+	var calls []*ladder.Call
+	released := map[*ladder.Call]bool{}
+	var waiting []*heldCall
+	for _, hc := range r.order {
+		if hc.released {
+			calls = append(calls, hc.call)
+			released[hc.call] = true
+			continue
+		}
+		if hc.item == "" {
+			// Never completed: its item in the response, if any.
+			hc.item = itemAt(resp, hc.index)
+			if hc.item == "" {
+				r.fail(wire.MalformedReply(fmt.Errorf("the function_call at output_index %d never completed", hc.index)))
+				return
+			}
+		}
+		s, err := hc.sent()
+		if err != nil {
+			r.fail(wire.MalformedReply(err))
+			return
+		}
+		hc.call = x.Check(s, 0, true, cutOff(resp))
+		calls = append(calls, hc.call)
+		waiting = append(waiting, hc)
+	}
+	if len(waiting) > 0 {
+		r.settle(calls, released, waiting)
+		if r.done {
+			return
+		}
+	} else {
+		x.Calls = append(x.Calls, calls...)
+	}
+	if !r.changed && len(r.Replies()) == 0 {
+		r.outcome()
+		r.emit(ev, e, -1)
+		r.finished = true
+		return
+	}
+	// The response as the client was sent it: its items in the client's
+	// order, the usage of every attempt.
+	items := make([]string, len(r.upstream))
+	for ci, ui := range r.upstream {
+		it := r.final[ui]
+		if it == "" {
+			it = itemAt(resp, ui)
+		}
+		if it == "" {
+			it = "null"
+		}
+		items[ci] = it
+	}
+	data := []byte(e.Raw)
+	var err error
+	if resp.IsObject() {
+		if data, err = wire.Patch(data, "response.output", "["+strings.Join(items, ",")+"]"); err == nil && len(r.Replies()) > 0 {
+			data, err = wire.SumUsage(data, "response.usage", r.Replies())
+		}
+		if err != nil {
+			r.fail(wire.WriteFailed(err))
+			return
+		}
+	}
+	r.outcome()
+	r.changed = true
+	r.emit(nil, gjson.ParseBytes(data), -1)
+	r.finished = true
+}
+
+// outcome writes the outcome of a stream that held calls, as a comment:
+// headers have gone out before it was known.
+func (r *stream) outcome() {
+	if !r.anyCalls {
+		r.X.Outcome = ladder.OutcomeNone
+		return
+	}
+	r.X.Decide(r.failed)
+	fmt.Fprintf(r.out, ": toolguard outcome=%s reasks=%d\n\n", r.X.Outcome, r.X.Reasks)
+}
+
+// itemAt returns the item of a response's output at the upstream index, or
+// "".
+func itemAt(resp gjson.Result, idx int64) string {
+	return resp.Get("output." + strconv.FormatInt(idx, 10)).Raw
+}
+
+// settle runs the ladder on the calls of the response: the waiting ones
+// are checked (and were mended), invalid ones are re-asked, and the valid
+// ones go out.
+func (r *stream) settle(calls []*ladder.Call, released map[*ladder.Call]bool, waiting []*heldCall) {
+	x := r.X
+	x.Calls = append(x.Calls, calls...)
+	t := &turn{first: calls}
+	t.Turn = ladder.Turn{Calls: calls, Last: calls, Wire: t}
+	if err := x.Settle(r.Ctx, []*ladder.Turn{&t.Turn}, r.Ask); err != nil {
+		r.abort, r.done = err, true
+		return
+	}
+	passthrough := false
+	if t.Invalid() {
+		r.failed = true
+		switch x.Failure(&t.Turn) {
+		case policy.FailPassthrough:
+			passthrough = true
+		case policy.FailDrop:
+		default:
+			r.fail(x.FailureError([]*ladder.Turn{&t.Turn}, r.Redact))
+			return
+		}
+	}
+	out := map[*ladder.Call]bool{}
+	for _, c := range t.Calls {
+		if c.Valid() || passthrough {
+			out[c] = true
+		}
+	}
+	// The first attempt's calls, as the events they came in when they need
+	// no change, in their order; then those of the re-asks.
+	for _, hc := range waiting {
+		c := hc.call
+		switch {
+		case !out[c]:
+			r.changed = true // dropped
+		case !c.Changed() && !c.Unchecked:
+			r.releaseHeld(hc)
+		default:
+			r.releaseCall(c, hc.index)
+		}
+		if r.done {
+			return
+		}
+	}
+	for _, c := range t.Calls {
+		if c.Attempt > 0 && out[c] {
+			r.releaseCall(c, -1)
+			if r.done {
+				return
+			}
+		}
+	}
+}
+
+// releaseCall sends a call as events of toolguard's: its item added with
+// empty arguments, the arguments in one delta, their done, the item done.
+// idx is its upstream output_index, -1 for a call of a re-ask.
+func (r *stream) releaseCall(c *ladder.Call, idx int64) {
+	r.changed = true
+	full, err := item(c)
+	if err == nil && c.Attempt > 0 {
+		// A re-ask's item: its id is the re-ask response's, and the
+		// status the client expects at the end of a stream.
+		full, err = sjson.Set(full, "status", "completed")
+	}
+	if err != nil {
+		r.fail(wire.WriteFailed(err))
+		return
+	}
+	fi := gjson.Parse(full)
+	itemID := fi.Get("id").Str
+	if itemID == "" {
+		itemID = "fc_toolguard_" + strconv.Itoa(c.Attempt) + "_" + strconv.FormatInt(r.next, 10)
+		if full, err = sjson.Set(full, "id", itemID); err != nil {
+			r.fail(wire.WriteFailed(err))
+			return
+		}
+	}
+	args := fi.Get("arguments").Raw
+	ci := r.next
+	r.next++
+	if idx < 0 {
+		idx = -1 - ci // a key of its own, unlike any upstream index
+	}
+	r.index[idx] = ci
+	r.upstream = append(r.upstream, idx)
+	r.final[idx] = full
+	added, err := sjson.Set(full, "arguments", "")
+	if err == nil {
+		added, err = sjson.Set(added, "status", "in_progress")
+	}
+	if err != nil {
+		r.fail(wire.WriteFailed(err))
+		return
+	}
+	at := `,"output_index":` + strconv.FormatInt(ci, 10)
+	seq := func() string { s := strconv.FormatInt(r.seq, 10); r.seq++; return `,"sequence_number":` + s }
+	id := `,"item_id":` + wire.Quote(itemID)
+	r.write("response.output_item.added", []byte(`{"type":"response.output_item.added"`+seq()+at+`,"item":`+added+`}`))
+	r.write("response.function_call_arguments.delta", []byte(`{"type":"response.function_call_arguments.delta"`+seq()+id+at+`,"delta":`+args+`}`))
+	r.write("response.function_call_arguments.done", []byte(`{"type":"response.function_call_arguments.done"`+seq()+id+at+`,"name":`+wire.Quote(fi.Get("name").Str)+`,"arguments":`+args+`}`))
+	r.write("response.output_item.done", []byte(`{"type":"response.output_item.done"`+seq()+at+`,"item":`+full+`}`))
+}
