@@ -1,7 +1,8 @@
 // Command compare runs toolguard's load comparison and prints it as a
 // markdown table: the same fake model reached directly, through a bare
 // httputil.ReverseProxy, through toolguard (off; valid calls; the repair
-// path; the re-ask path; streaming) and through the Portkey gateway.
+// path; the re-ask path; streaming; a 40 KB chat history) and through the
+// Portkey gateway.
 //
 // Run it from the repository:
 //
@@ -22,11 +23,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -74,7 +77,7 @@ func runCompare(ctx context.Context, args []string) error {
 	fs.IntVar(&c.probes, "probes", 300, "streamed requests per stream arm and round for the first-content timing (bounded by -duration too)")
 	fs.IntVar(&c.streams, "streams", 1000, "concurrent slow streams of the memory check; 0 skips it")
 	fs.BoolVar(&c.portkey, "portkey", true, "include the Portkey gateway arm (needs node and npm)")
-	fs.StringVar(&c.arms, "arms", "", "comma-separated arms to run (default: all); direct and reverseproxy are always run")
+	fs.StringVar(&c.arms, "arms", "", "comma-separated arms to run (default: all); direct and reverseproxy are always run, and so are the arms an arm is measured against")
 	fs.StringVar(&c.out, "out", "", "also write the report to this file")
 	fs.StringVar(&c.profile, "profile", "", "directory: run the toolguard arms on a build that writes cpu.prof and allocs.prof there when it stops")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (binaries, logs, scripts)")
@@ -209,17 +212,21 @@ func pickArms(c config) ([]arm, error) {
 	for _, n := range strings.Split(c.arms, ",") {
 		want[strings.TrimSpace(n)] = true
 	}
+	// An arm is measured against its base and bare arms: run those too.
+	for _, a := range allArms {
+		if want[a.name] {
+			want[a.base], want[a.bare] = true, true
+		}
+	}
 	var out []arm
 	for _, a := range allArms {
-		if want[a.name] || (a.stream && want["stream-toolguard"] && (a.name == "stream-direct" || a.name == "stream-reverseproxy")) {
+		if want[a.name] {
 			out = append(out, a)
 			delete(want, a.name)
 		}
 	}
-	for n := range want {
-		if n != "direct" && n != "reverseproxy" && n != "stream-direct" && n != "stream-reverseproxy" {
-			return nil, fmt.Errorf("-arms: no arm %q", n)
-		}
+	if len(want) > 0 {
+		return nil, fmt.Errorf("-arms: no arm %s", strings.Join(slices.Sorted(maps.Keys(want)), ", "))
 	}
 	return out, nil
 }
