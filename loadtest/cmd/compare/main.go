@@ -2,7 +2,7 @@
 // markdown table: the same fake model reached directly, through a bare
 // httputil.ReverseProxy, through toolguard (off; valid calls; the repair
 // path; the re-ask path; streaming; a 40 KB chat history) and through the
-// Portkey gateway.
+// Portkey gateway, with the CPU time each proxy spends per request.
 //
 // Run it from the repository:
 //
@@ -118,12 +118,14 @@ func runCompare(ctx context.Context, args []string) error {
 	}
 	ps := &procs{dir: tmp}
 	defer ps.stopAll()
-	servers, guard, err := startArms(ctx, c, env, ps, arms)
+	servers, started, err := startArms(ctx, c, env, ps, arms)
 	if err != nil {
 		return err
 	}
+	guard := started["guard"]
+	tick := clockTick(ctx)
 
-	rep := &report{cfg: c, arms: arms, env: env, results: map[string]*armResults{}}
+	rep := &report{cfg: c, arms: arms, env: env, results: map[string]*armResults{}, tick: tick}
 	for _, a := range arms {
 		url := servers[a.target] + "/v1/chat/completions"
 		if err := check(ctx, a, url, a.headers(servers["direct"])); err != nil {
@@ -155,13 +157,22 @@ func runCompare(ctx context.Context, args []string) error {
 			if err != nil {
 				return fmt.Errorf("arm %s: %w", a.name, err)
 			}
-			many, err := runWrk(ctx, res.url, res.script, c.conns, c.threads, c.duration)
+			var pr *proc
+			if a.target != "direct" {
+				pr = started[a.target]
+			}
+			many, cpu, err := cpuPerRequest(pr, tick, func() (wrkResult, error) {
+				return runWrk(ctx, res.url, res.script, c.conns, c.threads, c.duration)
+			})
 			if err != nil {
 				return fmt.Errorf("arm %s: %w", a.name, err)
 			}
 			res.one, res.many = append(res.one, one), append(res.many, many)
-			fmt.Fprintf(os.Stderr, "round %d %-20s 1 conn p50 %6s | %d conns %8.0f req/s p99 %s\n",
-				r+1, a.name, one.p50, c.conns, many.rps, many.p99)
+			if pr != nil {
+				res.cpu = append(res.cpu, cpu)
+			}
+			fmt.Fprintf(os.Stderr, "round %d %-20s 1 conn p50 %6s | %d conns %8.0f req/s p99 %s CPU %s/req\n",
+				r+1, a.name, one.p50, c.conns, many.rps, many.p99, cpu)
 		}
 		for _, a := range arms {
 			if !a.stream {
@@ -287,9 +298,8 @@ func setup(ctx context.Context, c config, root, tmp string, arms []arm) (environ
 }
 
 // startArms starts the fake model, the bare proxy, toolguard off and on, and
-// Portkey, and returns each one's base URL by target name and the toolguard
-// process that runs the inspected arms.
-func startArms(ctx context.Context, c config, env environment, ps *procs, arms []arm) (map[string]string, *proc, error) {
+// Portkey, and returns each one's base URL and process by target name.
+func startArms(ctx context.Context, c config, env environment, ps *procs, arms []arm) (map[string]string, map[string]*proc, error) {
 	need := map[string]bool{"direct": true}
 	for _, a := range arms {
 		need[a.target] = true
@@ -305,10 +315,10 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 		return nil, nil, err
 	}
 	servers["direct"] = "http://" + upAddr
+	started := map[string]*proc{"direct": up}
 	if err := waitReady(ctx, up, servers["direct"]+"/"); err != nil {
 		return nil, nil, err
 	}
-	var guard *proc
 	start := func(target string, f func(addr string) (*proc, error), path string) error {
 		if !need[target] {
 			return nil
@@ -321,9 +331,7 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 		if err != nil {
 			return err
 		}
-		if target == "guard" {
-			guard = pr
-		}
+		started[target] = pr
 		servers[target] = "http://" + addr
 		return waitReady(ctx, pr, servers[target]+path)
 	}
@@ -365,7 +373,7 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 			return nil, nil, err
 		}
 	}
-	return servers, guard, nil
+	return servers, started, nil
 }
 
 // memoryCheck starts a fake model that trickles events (one every 500 ms)
