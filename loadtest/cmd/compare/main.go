@@ -168,11 +168,13 @@ func runCompare(ctx context.Context, args []string) error {
 				return fmt.Errorf("arm %s: %w", a.name, err)
 			}
 			res.one, res.many = append(res.one, one), append(res.many, many)
+			cpuNote := ""
 			if pr != nil {
 				res.cpu = append(res.cpu, cpu)
+				cpuNote = fmt.Sprintf(", CPU %s/req", cpu.Round(time.Microsecond))
 			}
-			fmt.Fprintf(os.Stderr, "round %d %-20s 1 conn p50 %6s | %d conns %8.0f req/s p99 %s CPU %s/req\n",
-				r+1, a.name, one.p50, c.conns, many.rps, many.p99, cpu)
+			fmt.Fprintf(os.Stderr, "round %d %-20s 1 conn p50 %6s | %d conns %8.0f req/s p99 %s%s\n",
+				r+1, a.name, one.p50, c.conns, many.rps, many.p99, cpuNote)
 		}
 		for _, a := range arms {
 			if !a.stream {
