@@ -26,10 +26,11 @@ type Schema struct {
 	compiled *jsonschema.Schema
 	raw      []byte
 	doc      any
-	plan     *plan // for the budget walk; nil when it cannot be made
-	nodes    int   // objects and arrays (see MaxSchemaNodes)
-	expanded int   // subschemas with references expanded (see MaxExpandedNodes)
-	weight   int64 // estimated memory held (see Weight)
+	plan     *plan       // for the budget walk; nil when it cannot be made
+	fast     *fastSchema // the fast path (see fast.go); nil when there is none
+	nodes    int         // objects and arrays (see MaxSchemaNodes)
+	expanded int         // subschemas with references expanded (see MaxExpandedNodes)
+	weight   int64       // estimated memory held (see Weight)
 }
 
 // Weight estimates the memory the compiled schema holds, from its size,
@@ -95,7 +96,11 @@ func Compile(raw []byte) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{compiled: compiled, raw: raw, doc: doc, plan: p, nodes: nodes, expanded: expanded, weight: w}, nil
+	var fast *fastSchema
+	if p != nil { // the fast path counts the steps of the plan's walk
+		fast = compileFast(doc)
+	}
+	return &Schema{compiled: compiled, raw: raw, doc: doc, plan: p, fast: fast, nodes: nodes, expanded: expanded, weight: w}, nil
 }
 
 // compile shields the caller from panics in the compiler: the schema comes
@@ -151,6 +156,34 @@ func (b *Budget) Left() int { return b.left }
 // whose check would cost more than what is left of either are not checked
 // (see Unchecked). A nil b is no shared budget.
 func (s *Schema) ValidateWithin(v any, b *Budget) []Error {
+	max := MaxSteps
+	if b != nil {
+		max = min(max, b.left)
+	}
+	if steps, ok := s.fastValid(v, max); ok {
+		if b != nil {
+			b.left -= steps
+		}
+		return nil
+	}
+	return s.validateFull(v, b, max)
+}
+
+// fastValid runs the fast path: ok means v is valid, and checking it costs
+// steps, at most max. Otherwise the validator must run.
+func (s *Schema) fastValid(v any, max int) (steps int, ok bool) {
+	m, isObject := v.(map[string]any)
+	if s.fast == nil || !isObject {
+		return 0, false
+	}
+	r := fastRun{max: max}
+	ok = s.fast.valid(m, &r)
+	return r.steps, ok
+}
+
+// validateFull checks v with the validator, after the checks of numbers and
+// of the work budget.
+func (s *Schema) validateFull(v any, b *Budget, max int) []Error {
 	if _, ok := v.(map[string]any); !ok {
 		return []Error{{
 			Keyword: "type",
@@ -159,10 +192,6 @@ func (s *Schema) ValidateWithin(v any, b *Budget) []Error {
 	}
 	if e := checkNumbers(v, ""); e != nil {
 		return []Error{*e}
-	}
-	max := MaxSteps
-	if b != nil {
-		max = min(max, b.left)
 	}
 	steps, err := s.cost(v, max)
 	if b != nil {

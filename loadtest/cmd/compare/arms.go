@@ -15,14 +15,35 @@ const clickTools = `[{"type":"function","function":{"name":"click","description"
 	`"parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}}]`
 
 // chatBody is a chat completion request declaring the click tool; the fake
-// upstream picks its reply by model (valid, repair, reask).
-func chatBody(model string, stream bool) string {
-	s := ""
+// upstream picks its reply by model (valid, repair, reask). With history, the
+// messages are longHistory before the last instruction.
+func chatBody(model string, stream, history bool) string {
+	s, h := "", ""
 	if stream {
 		s = `,"stream":true`
 	}
-	return `{"model":"` + model + `","messages":[{"role":"user","content":"Click the login button."}],"tools":` + clickTools + s + `}`
+	if history {
+		h = longHistory
+	}
+	return `{"model":"` + model + `","messages":[` + h + `{"role":"user","content":"Click the login button."}],"tools":` + clickTools + s + `}`
 }
+
+// longHistory is the messages an agent sends back after a few dozen turns
+// of clicking through a site, about 40 KB of them: each turn the user's
+// instruction, the assistant's call of the click tool (valid arguments), and
+// the tool's result, a slice of the page. Each message ends with a comma.
+var longHistory = func() string {
+	var b strings.Builder
+	b.WriteString(`{"role":"system","content":"You operate a web browser through tools. Call one tool at a time."},`)
+	page := strings.Repeat(`<li class=\"result\"><a href=\"/item\">An item of the list</a></li>`, 8)
+	for i := 0; b.Len() < 40<<10; i++ {
+		fmt.Fprintf(&b, `{"role":"user","content":"Open the next page of results, number %d."},`, i+2)
+		fmt.Fprintf(&b, `{"role":"assistant","content":null,"tool_calls":[{"id":"call_%04d","type":"function",`+
+			`"function":{"name":"click","arguments":"{\"selector\":\"#pager a.next:nth-of-type(%d)\"}"}}]},`, i, i+2)
+		fmt.Fprintf(&b, `{"role":"tool","tool_call_id":"call_%04d","content":"<ul>%s</ul>"},`, i, page)
+	}
+	return b.String()
+}()
 
 // arm is one way of reaching the fake model.
 type arm struct {
@@ -30,6 +51,7 @@ type arm struct {
 	target  string // which server: direct, bare, off, guard, portkey
 	model   string
 	stream  bool
+	history bool   // send longHistory
 	outcome string // X-Toolguard-Outcome expected; "" for none
 	// base and bare name the arms this one is measured against: its
 	// direct path and its bare reverse proxy.
@@ -47,9 +69,12 @@ var allArms = []arm{
 	{name: "stream-direct", target: "direct", model: "valid", stream: true, base: "stream-direct", bare: "stream-reverseproxy"},
 	{name: "stream-reverseproxy", target: "bare", model: "valid", stream: true, base: "stream-direct", bare: "stream-reverseproxy"},
 	{name: "stream-toolguard", target: "guard", model: "valid", stream: true, base: "stream-direct", bare: "stream-reverseproxy"},
+	{name: "history-direct", target: "direct", model: "valid", history: true, base: "history-direct", bare: "history-reverseproxy"},
+	{name: "history-reverseproxy", target: "bare", model: "valid", history: true, base: "history-direct", bare: "history-reverseproxy"},
+	{name: "history-toolguard", target: "guard", model: "valid", history: true, outcome: "valid", base: "history-direct", bare: "history-reverseproxy"},
 }
 
-func (a arm) body() string { return chatBody(a.model, a.stream) }
+func (a arm) body() string { return chatBody(a.model, a.stream, a.history) }
 
 // headers are sent by every client of the arm: a key (Portkey forwards it),
 // and for Portkey the provider and the fake model's address.

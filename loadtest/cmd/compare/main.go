@@ -1,7 +1,8 @@
 // Command compare runs toolguard's load comparison and prints it as a
 // markdown table: the same fake model reached directly, through a bare
 // httputil.ReverseProxy, through toolguard (off; valid calls; the repair
-// path; the re-ask path; streaming) and through the Portkey gateway.
+// path; the re-ask path; streaming; a 40 KB chat history) and through the
+// Portkey gateway, with the CPU time each proxy spends per request.
 //
 // Run it from the repository:
 //
@@ -22,11 +23,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -74,7 +77,7 @@ func runCompare(ctx context.Context, args []string) error {
 	fs.IntVar(&c.probes, "probes", 300, "streamed requests per stream arm and round for the first-content timing (bounded by -duration too)")
 	fs.IntVar(&c.streams, "streams", 1000, "concurrent slow streams of the memory check; 0 skips it")
 	fs.BoolVar(&c.portkey, "portkey", true, "include the Portkey gateway arm (needs node and npm)")
-	fs.StringVar(&c.arms, "arms", "", "comma-separated arms to run (default: all); direct and reverseproxy are always run")
+	fs.StringVar(&c.arms, "arms", "", "comma-separated arms to run (default: all); direct and reverseproxy are always run, and so are the arms an arm is measured against")
 	fs.StringVar(&c.out, "out", "", "also write the report to this file")
 	fs.StringVar(&c.profile, "profile", "", "directory: run the toolguard arms on a build that writes cpu.prof and allocs.prof there when it stops")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (binaries, logs, scripts)")
@@ -115,12 +118,14 @@ func runCompare(ctx context.Context, args []string) error {
 	}
 	ps := &procs{dir: tmp}
 	defer ps.stopAll()
-	servers, guard, err := startArms(ctx, c, env, ps, arms)
+	servers, started, err := startArms(ctx, c, env, ps, arms)
 	if err != nil {
 		return err
 	}
+	guard := started["guard"]
+	tick := clockTick(ctx)
 
-	rep := &report{cfg: c, arms: arms, env: env, results: map[string]*armResults{}}
+	rep := &report{cfg: c, arms: arms, env: env, results: map[string]*armResults{}, tick: tick}
 	for _, a := range arms {
 		url := servers[a.target] + "/v1/chat/completions"
 		if err := check(ctx, a, url, a.headers(servers["direct"])); err != nil {
@@ -152,13 +157,24 @@ func runCompare(ctx context.Context, args []string) error {
 			if err != nil {
 				return fmt.Errorf("arm %s: %w", a.name, err)
 			}
-			many, err := runWrk(ctx, res.url, res.script, c.conns, c.threads, c.duration)
+			var pr *proc
+			if a.target != "direct" {
+				pr = started[a.target]
+			}
+			many, cpu, err := cpuPerRequest(pr, tick, func() (wrkResult, error) {
+				return runWrk(ctx, res.url, res.script, c.conns, c.threads, c.duration)
+			})
 			if err != nil {
 				return fmt.Errorf("arm %s: %w", a.name, err)
 			}
 			res.one, res.many = append(res.one, one), append(res.many, many)
-			fmt.Fprintf(os.Stderr, "round %d %-20s 1 conn p50 %6s | %d conns %8.0f req/s p99 %s\n",
-				r+1, a.name, one.p50, c.conns, many.rps, many.p99)
+			cpuNote := ""
+			if pr != nil {
+				res.cpu = append(res.cpu, cpu)
+				cpuNote = fmt.Sprintf(", CPU %s/req", cpu.Round(time.Microsecond))
+			}
+			fmt.Fprintf(os.Stderr, "round %d %-20s 1 conn p50 %6s | %d conns %8.0f req/s p99 %s%s\n",
+				r+1, a.name, one.p50, c.conns, many.rps, many.p99, cpuNote)
 		}
 		for _, a := range arms {
 			if !a.stream {
@@ -209,17 +225,21 @@ func pickArms(c config) ([]arm, error) {
 	for _, n := range strings.Split(c.arms, ",") {
 		want[strings.TrimSpace(n)] = true
 	}
+	// An arm is measured against its base and bare arms: run those too.
+	for _, a := range allArms {
+		if want[a.name] {
+			want[a.base], want[a.bare] = true, true
+		}
+	}
 	var out []arm
 	for _, a := range allArms {
-		if want[a.name] || (a.stream && want["stream-toolguard"] && (a.name == "stream-direct" || a.name == "stream-reverseproxy")) {
+		if want[a.name] {
 			out = append(out, a)
 			delete(want, a.name)
 		}
 	}
-	for n := range want {
-		if n != "direct" && n != "reverseproxy" && n != "stream-direct" && n != "stream-reverseproxy" {
-			return nil, fmt.Errorf("-arms: no arm %q", n)
-		}
+	if len(want) > 0 {
+		return nil, fmt.Errorf("-arms: no arm %s", strings.Join(slices.Sorted(maps.Keys(want)), ", "))
 	}
 	return out, nil
 }
@@ -280,9 +300,8 @@ func setup(ctx context.Context, c config, root, tmp string, arms []arm) (environ
 }
 
 // startArms starts the fake model, the bare proxy, toolguard off and on, and
-// Portkey, and returns each one's base URL by target name and the toolguard
-// process that runs the inspected arms.
-func startArms(ctx context.Context, c config, env environment, ps *procs, arms []arm) (map[string]string, *proc, error) {
+// Portkey, and returns each one's base URL and process by target name.
+func startArms(ctx context.Context, c config, env environment, ps *procs, arms []arm) (map[string]string, map[string]*proc, error) {
 	need := map[string]bool{"direct": true}
 	for _, a := range arms {
 		need[a.target] = true
@@ -298,10 +317,10 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 		return nil, nil, err
 	}
 	servers["direct"] = "http://" + upAddr
+	started := map[string]*proc{"direct": up}
 	if err := waitReady(ctx, up, servers["direct"]+"/"); err != nil {
 		return nil, nil, err
 	}
-	var guard *proc
 	start := func(target string, f func(addr string) (*proc, error), path string) error {
 		if !need[target] {
 			return nil
@@ -314,9 +333,7 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 		if err != nil {
 			return err
 		}
-		if target == "guard" {
-			guard = pr
-		}
+		started[target] = pr
 		servers[target] = "http://" + addr
 		return waitReady(ctx, pr, servers[target]+path)
 	}
@@ -358,7 +375,7 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 			return nil, nil, err
 		}
 	}
-	return servers, guard, nil
+	return servers, started, nil
 }
 
 // memoryCheck starts a fake model that trickles events (one every 500 ms)

@@ -14,6 +14,7 @@ type armResults struct {
 	url, script string
 	one, many   []wrkResult     // at 1 connection, at -conns
 	first, last []time.Duration // stream probes
+	cpu         []time.Duration // the proxy's CPU time per request at -conns; none for direct arms
 }
 
 func (r *armResults) p50one() time.Duration {
@@ -46,6 +47,7 @@ type report struct {
 	results map[string]*armResults
 	mem     *memResult
 	load    string
+	tick    time.Duration // the clock tick of /proc's CPU times
 }
 
 func (rp *report) markdown() string {
@@ -53,20 +55,27 @@ func (rp *report) markdown() string {
 	c := rp.cfg
 	fmt.Fprintf(&b, "Medians of %d round(s); each round runs every arm for %s at 1 connection and for %s at %d connections (wrk, %d threads), interleaved. ",
 		c.rounds, c.duration, c.duration, c.conns, c.threads)
-	fmt.Fprintf(&b, "Fake model: %s latency, %d content events per stream, reply padding %d bytes. Added = p50 at 1 connection minus direct's.\n\n",
+	fmt.Fprintf(&b, "Fake model: %s latency, %d content events per stream, reply padding %d bytes. Added = p50 at 1 connection minus direct's. ",
 		c.latency, c.events, c.pad)
+	fmt.Fprintf(&b, "CPU/req = the proxy process's CPU time (utime+stime, /proc/<pid>/stat, %s ticks) during the %d-connection run, divided by the requests it completed; the history arms send a 40 KB chat history.\n\n",
+		rp.tick, c.conns)
 	b.WriteString("| arm | req/s @" + fmt.Sprint(c.conns) + " | p50 @1 | p99 @1 | p50 @" + fmt.Sprint(c.conns) + " | p99 @" + fmt.Sprint(c.conns) +
-		" | added p50 | req/s ÷ bare | added ÷ bare's | p99 @" + fmt.Sprint(c.conns) + " ÷ bare | errors |\n")
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		" | added p50 | req/s ÷ bare | added ÷ bare's | p99 @" + fmt.Sprint(c.conns) + " ÷ bare | CPU/req | CPU ÷ bare's | errors |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, a := range rp.arms {
 		r := rp.results[a.name]
 		base, bare := rp.results[a.base], rp.results[a.bare]
 		added := r.p50one() - base.p50one()
 		bareAdded := bare.p50one() - base.p50one()
-		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n",
+		cpu, cpuRatio := "–", "–"
+		if len(r.cpu) > 0 {
+			cpu = us(median(r.cpu))
+			cpuRatio = ratio(float64(median(r.cpu)), float64(median(bare.cpu)))
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n",
 			a.name, r.rps(), ms(r.p50one()), ms(r.p99one()), ms(r.p50many()), ms(r.p99many()),
 			signedMs(added), ratio(r.rps(), bare.rps()), ratio(float64(added), float64(bareAdded)),
-			ratio(float64(r.p99many()), float64(bare.p99many())), r.errors())
+			ratio(float64(r.p99many()), float64(bare.p99many())), cpu, cpuRatio, r.errors())
 	}
 	streams := false
 	for _, a := range rp.arms {
@@ -147,6 +156,8 @@ func median[T time.Duration | float64](xs []T) T {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond)) }
 

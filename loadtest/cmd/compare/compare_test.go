@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestStatTicks(t *testing.T) {
+	// A command name with spaces and a parenthesis, as a process may name
+	// itself.
+	stat := "4242 (my (odd) proxy) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 9 0 100 0 0"
+	got, err := statTicks(stat)
+	if err != nil || got != 325 {
+		t.Errorf("statTicks = %d, %v; want 325", got, err)
+	}
+	if _, err := statTicks("4242 (short) S 1"); err == nil {
+		t.Error("a truncated stat line was read")
+	}
+}
+
+func TestCPUTimeOfThisProcess(t *testing.T) {
+	tick := clockTick(context.Background())
+	if tick <= 0 || tick > time.Second {
+		t.Fatalf("clock tick %s", tick)
+	}
+	before, err := cpuTime(os.Getpid(), tick)
+	if err != nil {
+		t.Skip("no /proc here:", err)
+	}
+	for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); {
+	}
+	after, err := cpuTime(os.Getpid(), tick)
+	if err != nil || after <= before {
+		t.Errorf("CPU time %s then %s (%v) across 200 ms of spinning", before, after, err)
+	}
+}
+
+func TestLongHistoryIsAbout40KB(t *testing.T) {
+	body := chatBody("valid", false, true)
+	var v struct{ Messages []json.RawMessage }
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(body) < 40<<10 || len(body) > 48<<10 || len(v.Messages) < 100 {
+		t.Errorf("%d bytes, %d messages", len(body), len(v.Messages))
+	}
+}
+
+func TestPickArmsAddsWhatAnArmIsMeasuredAgainst(t *testing.T) {
+	arms, err := pickArms(config{arms: "history-toolguard,stream-toolguard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range arms {
+		names = append(names, a.name)
+	}
+	want := []string{"direct", "reverseproxy", "stream-direct", "stream-reverseproxy", "stream-toolguard",
+		"history-direct", "history-reverseproxy", "history-toolguard"}
+	if !slices.Equal(names, want) {
+		t.Errorf("arms %v, want %v", names, want)
+	}
+	if _, err := pickArms(config{arms: "no-such-arm"}); err == nil {
+		t.Error("an unknown arm was accepted")
+	}
+}
