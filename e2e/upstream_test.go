@@ -18,8 +18,9 @@ const (
 	kindToolResult = "tool-result" // the client's loop sends the tool's result back
 )
 
-// upstream is a scripted OpenAI-compatible chat completions endpoint that
-// plays one scenario, streamed or not as each request asks.
+// upstream is a scripted OpenAI-compatible endpoint that plays one
+// scenario, streamed or not as each request asks: chat completions here,
+// the Responses API in upstream_responses_test.go.
 type upstream struct {
 	sc  scenario
 	srv *httptest.Server
@@ -44,6 +45,14 @@ func (u *upstream) requests() []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return append([]string(nil), u.kinds...)
+}
+
+// record notes a request of the given kind and returns its number, from 1.
+func (u *upstream) record(kind string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.kinds = append(u.kinds, kind)
+	return len(u.kinds)
 }
 
 // modelTurns counts the requests that asked the model for tool calls.
@@ -96,10 +105,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kind := req.kind()
-	u.mu.Lock()
-	u.kinds = append(u.kinds, kind)
-	n := len(u.kinds)
-	u.mu.Unlock()
+	n := u.record(kind)
 
 	var m reply
 	switch kind {
