@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"testing"
 
@@ -20,11 +19,7 @@ import (
 // startResponsesUpstream starts a scripted OpenAI Responses endpoint
 // (POST /v1/responses) that plays sc, streamed or not as each request asks.
 func startResponsesUpstream(t *testing.T, sc scenario) *upstream {
-	t.Helper()
-	u := &upstream{sc: sc}
-	u.srv = httptest.NewServer(http.HandlerFunc(u.serveResponses))
-	t.Cleanup(u.srv.Close)
-	return u
+	return startScripted(t, sc, (*upstream).serveResponses)
 }
 
 // responsesKind tells a client's tool result (the last input item is a
@@ -44,27 +39,11 @@ func responsesKind(body []byte) string {
 }
 
 func (u *upstream) serveResponses(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
-		http.Error(w, `{"error":{"message":"not scripted","type":"invalid_request_error"}}`, http.StatusNotFound)
+	var body []byte
+	if !readScripted(w, r, "/v1/responses", func(b []byte) bool { body = b; return gjson.ValidBytes(b) }) {
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil || !gjson.ValidBytes(body) {
-		http.Error(w, `{"error":{"message":"bad request body","type":"invalid_request_error"}}`, http.StatusBadRequest)
-		return
-	}
-	kind := responsesKind(body)
-	n := u.record(kind)
-
-	var m reply
-	switch kind {
-	case kindFirst:
-		m = reply{callID: fmt.Sprintf("call_%d", n), args: u.sc.first}
-	case kindReask:
-		m = reply{callID: fmt.Sprintf("call_%d", n), args: u.sc.corrected}
-	default:
-		m = reply{content: "Clicked."}
-	}
+	n, m := u.answer(responsesKind(body))
 	resp := responseObject{n: n, req: body}
 	if gjson.GetBytes(body, "stream").Bool() {
 		writeResponsesStream(w, resp, m)
