@@ -21,6 +21,8 @@ await run(async () => {
   let result;
   for (let turn = 0; turn < 3; turn++) {
     const response = await ask();
+    // A stream that ends in response.failed resolves with the failed response.
+    if (response.error) throw { type: 'response.failed', ...response.error };
     const calls = response.output.filter((item) => item.type === 'function_call');
     if (!calls.length) {
       if (result?.ok && !response.output_text) {
@@ -37,4 +39,5 @@ await run(async () => {
     }
   }
   return result ?? { ok: false, observed: 'tool not called', detail: 'the model made no tool call' };
-}, (err) => err instanceof OpenAI.APIError || (cfg.stream && err?.type === 'error' && !(err instanceof Error)));
+}, (err) => err instanceof OpenAI.APIError ||
+  (cfg.stream && ['error', 'response.failed'].includes(err?.type) && !(err instanceof Error)));
