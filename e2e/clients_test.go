@@ -48,8 +48,13 @@ const clientTimeout = 90 * time.Second
 // asserted: the clients misbehave there by design), then through toolguard,
 // where the client's own assertions must hold.
 func TestClients(t *testing.T) {
-	var rep report
-	for _, c := range clients {
+	runClients(t, &report{markers: "tables", clients: clients}, startUpstream)
+}
+
+// runClients runs rep's clients in every mode and scenario against fakes
+// that start makes, and publishes the tables.
+func runClients(t *testing.T, rep *report, start func(*testing.T, scenario) *upstream) {
+	for _, c := range rep.clients {
 		t.Run(c.name, func(t *testing.T) {
 			for _, m := range modes {
 				t.Run(m.name, func(t *testing.T) {
@@ -61,7 +66,7 @@ func TestClients(t *testing.T) {
 								}
 							}
 							t.Parallel()
-							before, after := runScenario(t, c, sc, m.stream)
+							before, after := runScenario(t, c, sc, m.stream, start)
 							rep.add(row{client: c.name, scenario: sc.name, stream: m.stream}, before, after)
 						})
 					}
@@ -69,20 +74,18 @@ func TestClients(t *testing.T) {
 			}
 		})
 	}
-	if !t.Failed() {
-		rep.publish(t)
-	}
+	rep.publish(t)
 }
 
 // runScenario runs c without toolguard, then with it, and checks the second.
-func runScenario(t *testing.T, c client, sc scenario, stream bool) (before, after string) {
+func runScenario(t *testing.T, c client, sc scenario, stream bool, start func(*testing.T, scenario) *upstream) (before, after string) {
 	ctx, cancel := context.WithTimeout(t.Context(), clientTimeout)
 	defer cancel()
 
-	direct := startUpstream(t, sc)
+	direct := start(t, sc)
 	before = clip(c.run(ctx, direct.baseURL(), sc, stream).Observed, 160)
 
-	up := startUpstream(t, sc)
+	up := start(t, sc)
 	tg := startToolguard(t, up.baseURL())
 	res := c.run(ctx, tg.baseURL, sc, stream)
 	if !res.OK {
@@ -96,7 +99,7 @@ func runScenario(t *testing.T, c client, sc scenario, stream bool) (before, afte
 	if logged := tg.logs.completions(); len(logged) > 0 {
 		after += fmt.Sprintf(" (toolguard: outcome=%s, reasks=%d)", *logged[0].Outcome, logged[0].Reasks)
 	} else {
-		t.Errorf("toolguard logged no chat completion")
+		t.Errorf("toolguard logged no outcome")
 	}
 	return before, after
 }
@@ -109,6 +112,11 @@ type row struct {
 
 // report collects what the clients did, for the README's tables.
 type report struct {
+	// markers names the README markers the tables go between.
+	markers string
+	// clients are the clients run, in the tables' order.
+	clients []client
+
 	mu            sync.Mutex
 	before, after map[row]string
 }
@@ -133,7 +141,7 @@ func (r *report) tables() string {
 		{"After: the same clients through toolguard", r.after},
 	} {
 		fmt.Fprintf(&b, "### %s\n\n| client | scenario | not streamed | streamed |\n| --- | --- | --- | --- |\n", tab.title)
-		for _, c := range clients {
+		for _, c := range r.clients {
 			for _, sc := range scenarios {
 				ns, ok1 := tab.cells[row{c.name, sc.name, false}]
 				s, ok2 := tab.cells[row{c.name, sc.name, true}]

@@ -17,6 +17,11 @@
 // does on its own with the broken calls (the "before" picture); see README.md
 // for both tables and the command that produces them.
 //
+// TestResponsesClients does the same on the Responses API (POST
+// /v1/responses) with openai-go, the openai npm package and the AI SDK's
+// openai(model) provider; it skips unless TOOLGUARD_E2E_RESPONSES=1 until
+// toolguard inspects that route.
+//
 // The Node clients need node on PATH and node/node_modules (npm ci in node/);
 // without them those tests skip and say why.
 package e2e

@@ -18,8 +18,9 @@ const (
 	kindToolResult = "tool-result" // the client's loop sends the tool's result back
 )
 
-// upstream is a scripted OpenAI-compatible chat completions endpoint that
-// plays one scenario, streamed or not as each request asks.
+// upstream is a scripted OpenAI-compatible endpoint that plays one
+// scenario, streamed or not as each request asks: chat completions here,
+// the Responses API in upstream_responses_test.go.
 type upstream struct {
 	sc  scenario
 	srv *httptest.Server
@@ -28,10 +29,17 @@ type upstream struct {
 	kinds []string
 }
 
+// startUpstream starts a scripted chat completions endpoint that plays sc.
 func startUpstream(t *testing.T, sc scenario) *upstream {
+	return startScripted(t, sc, (*upstream).serve)
+}
+
+// startScripted starts a fake upstream that plays sc with serve, until the
+// test ends.
+func startScripted(t *testing.T, sc scenario, serve func(*upstream, http.ResponseWriter, *http.Request)) *upstream {
 	t.Helper()
 	u := &upstream{sc: sc}
-	u.srv = httptest.NewServer(http.HandlerFunc(u.serve))
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(u, w, r) }))
 	t.Cleanup(u.srv.Close)
 	return u
 }
@@ -44,6 +52,14 @@ func (u *upstream) requests() []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return append([]string(nil), u.kinds...)
+}
+
+// record notes a request of the given kind and returns its number, from 1.
+func (u *upstream) record(kind string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.kinds = append(u.kinds, kind)
+	return len(u.kinds)
 }
 
 // modelTurns counts the requests that asked the model for tool calls.
@@ -82,34 +98,11 @@ func (r chatRequest) kind() string {
 }
 
 func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-		http.Error(w, `{"error":{"message":"not scripted","type":"invalid_request_error"}}`, http.StatusNotFound)
-		return
-	}
-	body, err := io.ReadAll(r.Body)
 	var req chatRequest
-	if err == nil {
-		err = json.Unmarshal(body, &req)
-	}
-	if err != nil {
-		http.Error(w, `{"error":{"message":"bad request body","type":"invalid_request_error"}}`, http.StatusBadRequest)
+	if !readScripted(w, r, "/v1/chat/completions", func(body []byte) bool { return json.Unmarshal(body, &req) == nil }) {
 		return
 	}
-	kind := req.kind()
-	u.mu.Lock()
-	u.kinds = append(u.kinds, kind)
-	n := len(u.kinds)
-	u.mu.Unlock()
-
-	var m reply
-	switch kind {
-	case kindFirst:
-		m = reply{callID: fmt.Sprintf("call_%d", n), args: u.sc.first}
-	case kindReask:
-		m = reply{callID: fmt.Sprintf("call_%d", n), args: u.sc.corrected}
-	default:
-		m = reply{content: "Clicked."}
-	}
+	n, m := u.answer(req.kind())
 	id := fmt.Sprintf("chatcmpl-e2e%d", n)
 	if req.Stream {
 		writeStream(w, id, m, req.StreamOptions.IncludeUsage)
@@ -117,6 +110,36 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, completion(id, m))
+}
+
+// readScripted reads the body of a POST to path and hands it to parse. It
+// answers 404 to another request, 400 to a body that cannot be read or that
+// parse refuses, and then returns false.
+func readScripted(w http.ResponseWriter, r *http.Request, path string, parse func(body []byte) bool) bool {
+	if r.Method != http.MethodPost || r.URL.Path != path {
+		http.Error(w, `{"error":{"message":"not scripted","type":"invalid_request_error"}}`, http.StatusNotFound)
+		return false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil || !parse(body) {
+		http.Error(w, `{"error":{"message":"bad request body","type":"invalid_request_error"}}`, http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+// answer records a request of the given kind and returns its number and
+// the model's scripted reply to it.
+func (u *upstream) answer(kind string) (int, reply) {
+	n := u.record(kind)
+	switch kind {
+	case kindFirst:
+		return n, reply{callID: fmt.Sprintf("call_%d", n), args: u.sc.first}
+	case kindReask:
+		return n, reply{callID: fmt.Sprintf("call_%d", n), args: u.sc.corrected}
+	default:
+		return n, reply{content: "Clicked."}
+	}
 }
 
 // reply is the model's message: a click call, or text.
