@@ -19,8 +19,7 @@
 //
 // TestResponsesClients does the same on the Responses API (POST
 // /v1/responses) with openai-go, the openai npm package and the AI SDK's
-// openai(model) provider; it skips unless TOOLGUARD_E2E_RESPONSES=1 until
-// toolguard inspects that route.
+// openai(model) provider.
 //
 // The Node clients need node on PATH and node/node_modules (npm ci in node/);
 // without them those tests skip and say why.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
@@ -19,12 +18,6 @@ var responsesClients = []client{
 // straight against the fake Responses upstream (recorded), then through
 // toolguard (asserted).
 func TestResponsesClients(t *testing.T) {
-	// Until toolguard inspects /v1/responses it forwards those requests as
-	// they are, and the "after" assertions fail by design. Remove this guard
-	// when the route lands.
-	if os.Getenv("TOOLGUARD_E2E_RESPONSES") != "1" {
-		t.Skip("toolguard does not inspect /v1/responses yet; set TOOLGUARD_E2E_RESPONSES=1 to run this test")
-	}
 	runClients(t, &report{markers: "responses tables", clients: responsesClients}, startResponsesUpstream)
 }
 
