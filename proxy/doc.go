@@ -7,7 +7,7 @@
 //     from configuration only; no request can choose another host.
 //   - Only a POST to /v1/chat/completions (or to another path under /v1
 //     ending in /chat/completions, where servers route chat completions
-//     too) with function tools declared is inspected. Everything else (other routes, error replies) passes
+//     too) or to /v1/responses with function tools declared is inspected. Everything else (other routes, error replies) passes
 //     through unchanged, status, headers and body, but for what an
 //     upstream must not say to a client: its X-Toolguard-* headers, the
 //     configured keys, redirects to itself.
@@ -21,7 +21,8 @@
 //     differently is a 502 or an error event, never passed on.
 //   - A response that needs no change reaches the client byte for byte; in
 //     a stream, calls valid as received go out as the upstream's events.
-//   - In every 2xx chat completion that reaches the client, each tool call
+//   - In every 2xx chat completion or response that reaches the client,
+//     each tool call
 //     names a declared tool and its arguments are a JSON object that
 //     validates against that tool's schema, or the outcome says unchecked
 //     (its schema could not be checked); otherwise the client gets the

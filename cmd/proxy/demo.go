@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,29 +10,39 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/internal/fake"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy"
 )
 
 // demoCase is one scripted model behaviour: the arguments it sends first and,
-// when re-asked, the ones it sends next ("" means it repeats itself).
+// when re-asked, the ones it sends next ("" means it repeats itself), on
+// Chat Completions unless responses is set.
 type demoCase struct {
 	name, first, second string
+	responses           bool
 }
 
 var demoCases = []demoCase{
-	{"a valid call", `{"selector":"#submit"}`, ""},
-	{"a bare string where an object is declared", `"myCoolButton"`, ""},
-	{"a near-miss key", `{"element":"myCoolButton"}`, ""},
-	{"truncated JSON", `{"selector": "myCoolButton"`, ""},
-	{"JSON fenced in markdown", "```json\n{\"selector\": \"myCoolButton\"}\n```", ""},
-	{"a missing required field, fixed when re-asked", `{}`, `{"selector":"#login"}`},
-	{"a model that never corrects itself", `{}`, ""},
+	{"a valid call", `{"selector":"#submit"}`, "", false},
+	{"a bare string where an object is declared", `"myCoolButton"`, "", false},
+	{"a near-miss key", `{"element":"myCoolButton"}`, "", false},
+	{"truncated JSON", `{"selector": "myCoolButton"`, "", false},
+	{"JSON fenced in markdown", "```json\n{\"selector\": \"myCoolButton\"}\n```", "", false},
+	{"a missing required field, fixed when re-asked", `{}`, `{"selector":"#login"}`, false},
+	{"a model that never corrects itself", `{}`, "", false},
+	{"the Responses API: a missing required field, fixed when re-asked", `{}`, `{"selector":"#login"}`, true},
 }
 
-const demoRequest = `{"model":"demo-model","messages":[{"role":"user","content":"Click the button."}],` +
-	`"tools":[{"type":"function","function":{"name":"click","description":"Click an element",` +
-	`"parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"],"additionalProperties":false}}}]}`
+const clickParameters = `{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"],"additionalProperties":false}`
+
+// The demo's requests, on Chat Completions and on the Responses API.
+const (
+	demoRequest = `{"model":"demo-model","messages":[{"role":"user","content":"Click the button."}],` +
+		`"tools":[{"type":"function","function":{"name":"click","description":"Click an element","parameters":` + clickParameters + `}}]}`
+	demoResponsesRequest = `{"model":"demo-model","input":"Click the button.",` +
+		`"tools":[{"type":"function","name":"click","description":"Click an element","parameters":` + clickParameters + `}]}`
+)
 
 // runDemo starts a scripted upstream and toolguard in front of it, both on
 // loopback, sends one request per case and prints what happened.
@@ -59,7 +67,11 @@ func runDemo(ctx context.Context, cfg policy.Config, out io.Writer) error {
 	fmt.Fprintf(out, "toolguard demo: mode=%s, max re-asks=%d, on failure=%s\n", cfg.Mode, cfg.MaxReasks, cfg.OnFailure)
 	fmt.Fprintf(out, "tool declared: click({\"selector\": string}, required)\n\n")
 	for i, c := range demoCases {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+guard.Addr().String()+"/v1/chat/completions", strings.NewReader(demoRequest))
+		path, body, args := "/v1/chat/completions", demoRequest, "choices.0.message.tool_calls.0.function.arguments"
+		if c.responses {
+			path, body, args = "/v1/responses", demoResponsesRequest, `output.#(type=="function_call").arguments`
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+guard.Addr().String()+path, strings.NewReader(body))
 		if err != nil {
 			return err
 		}
@@ -69,7 +81,7 @@ func runDemo(ctx context.Context, cfg policy.Config, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		body, err := io.ReadAll(resp.Body)
+		got, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
 			return err
@@ -82,41 +94,34 @@ func runDemo(ctx context.Context, cfg policy.Config, out io.Writer) error {
 		fmt.Fprintf(out, "   client received: HTTP %d, outcome=%s, re-asks=%s, repairs=%s\n", resp.StatusCode,
 			resp.Header.Get("X-Toolguard-Outcome"), resp.Header.Get("X-Toolguard-Reasks"), resp.Header.Get("X-Toolguard-Repairs"))
 		if resp.StatusCode == http.StatusOK {
-			fmt.Fprintf(out, "                    arguments %s\n\n", gjson.GetBytes(body, "choices.0.message.tool_calls.0.function.arguments").String())
+			fmt.Fprintf(out, "                    arguments %s\n\n", gjson.GetBytes(got, args).String())
 		} else {
-			fmt.Fprintf(out, "                    error %s\n\n", gjson.GetBytes(body, "error.message").String())
+			fmt.Fprintf(out, "                    error %s\n\n", gjson.GetBytes(got, "error.message").String())
 		}
 	}
 	return nil
 }
 
 // scriptedModel answers like a model making the mistake of the case named in
-// X-Demo-Case; a request holding tool results is a re-ask.
+// X-Demo-Case, in the format of the route asked; a re-ask gets the case's
+// second arguments.
 func scriptedModel(w http.ResponseWriter, r *http.Request) {
 	var c demoCase
 	var i int
 	if _, err := fmt.Sscan(r.Header.Get("X-Demo-Case"), &i); err == nil && i >= 0 && i < len(demoCases) {
 		c = demoCases[i]
 	}
+	f := fake.Chat
+	if strings.HasSuffix(r.URL.Path, fake.Responses.Path()) {
+		f = fake.Responses
+	}
 	body, _ := io.ReadAll(r.Body)
 	args := c.first
-	if bytes.Contains(body, []byte(`"role":"tool"`)) && c.second != "" {
+	if f.Reasked(body) && c.second != "" {
 		args = c.second
 	}
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"id":"chatcmpl-demo","object":"chat.completion","created":1,"model":"demo-model",`+
-		`"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[`+
-		`{"id":"call_1","type":"function","function":{"name":"click","arguments":%s}}]},"finish_reason":"tool_calls"}],`+
-		`"usage":{"prompt_tokens":20,"completion_tokens":10,"total_tokens":30}}`, jsonQuote(args))
-}
-
-// jsonQuote renders s as a JSON string literal.
-func jsonQuote(s string) string {
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(err) // a string always marshals
-	}
-	return string(b)
+	io.WriteString(w, f.JSON(fake.Reply{Model: "demo-model", Calls: []fake.Call{{ID: "call_1", Name: "click", Args: args}}, In: 20, Out: 10}))
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
