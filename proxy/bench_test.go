@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolguard/toolguard/internal/fake"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy"
 )
@@ -150,5 +151,43 @@ func BenchmarkStream(b *testing.B) {
 			b.ReportMetric(float64(first.Microseconds())/float64(b.N), "µs-first-content")
 			b.ReportMetric(float64(last.Microseconds())/float64(b.N), "µs-last-byte")
 		})
+	}
+}
+
+// BenchmarkFormats compares the two inspected wire formats side by side,
+// through toolguard, on the valid path (a call valid as received) and the
+// repair path (a near-miss key mended locally): the same call in a Chat
+// Completions reply and in a Responses reply.
+func BenchmarkFormats(b *testing.B) {
+	const valid, nearMiss = `{"selector":"#login-button"}`, `{"element":"#login-button"}`
+	for _, f := range []struct {
+		name, path, req string
+		format          fake.Format
+	}{
+		{"chat", "/v1/chat/completions", clickRequest(""), fake.Chat},
+		{"responses", "/v1/responses", responsesRequest(""), fake.Responses},
+	} {
+		for _, path := range []struct{ name, args, outcome string }{{"valid", valid, "valid"}, {"repair", nearMiss, "repaired"}} {
+			b.Run(f.name+"/"+path.name, func(b *testing.B) {
+				reply := f.format.JSON(fake.Reply{Calls: []fake.Call{{ID: "call_Xc4Aiih37EUJvqjoZlu4Vdoi", Name: "click", Args: path.args}}, In: 82, Out: 17})
+				arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
+					io.Copy(io.Discard, r.Body)
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, reply)
+				})
+				b.ReportAllocs()
+				for b.Loop() {
+					resp, err := client.Post(arms["toolguard"]+f.path, "application/json", strings.NewReader(f.req))
+					if err != nil {
+						b.Fatal(err)
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 || resp.Header.Get("X-Toolguard-Outcome") != path.outcome {
+						b.Fatalf("status %d, outcome %q", resp.StatusCode, resp.Header.Get("X-Toolguard-Outcome"))
+					}
+				}
+			})
+		}
 	}
 }

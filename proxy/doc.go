@@ -22,9 +22,9 @@
 //   - A response that needs no change reaches the client byte for byte; in
 //     a stream, calls valid as received go out as the upstream's events.
 //   - In every 2xx chat completion or response that reaches the client,
-//     each tool call
-//     names a declared tool and its arguments are a JSON object that
-//     validates against that tool's schema, or the outcome says unchecked
+//     each tool call names a declared tool and its arguments are a JSON
+//     object that validates against that tool's schema, or the outcome says
+//     unchecked
 //     (its schema could not be checked); otherwise the client gets the
 //     configured failure (an OpenAI-shaped 400 by default).
 //   - The work per request is bounded, not only the bytes: validation by a
