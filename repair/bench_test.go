@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -46,5 +47,25 @@ func BenchmarkValidateJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.ValidateJSON(text)
+	}
+}
+
+// BenchmarkTextCallsPlainText is the common case: content that holds no
+// call must cost next to nothing.
+func BenchmarkTextCallsPlainText(b *testing.B) {
+	prose := strings.Repeat("The weather in Paris is mild today, with a light breeze from the west and some clouds. ", 24)
+	b.SetBytes(int64(len(prose)))
+	b.ReportAllocs()
+	for b.Loop() {
+		TextCalls(prose, textTools, allTextFormats)
+		TextCallHold(prose, textTools, allTextFormats)
+	}
+}
+
+func BenchmarkTextCallsHermes(b *testing.B) {
+	text := "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n</tool_call>"
+	b.ReportAllocs()
+	for b.Loop() {
+		TextCalls(text, textTools, allTextFormats)
 	}
 }

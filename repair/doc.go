@@ -5,6 +5,10 @@
 // 2) and then its shape as the validation errors point out (step 3). Syntax
 // mends the arguments of calls in a request's history, without a schema.
 // ToolName maps a misspelt tool name to the declared tool it plainly means.
+// TextCalls reads the calls that a model wrote as text in a message's content
+// (Hermes, Qwen3-Coder, GLM, Mistral, Llama, DeepSeek, pythonic, fenced JSON,
+// ReAct) without knowing any API's JSON; TextCallHold tells a stream what to
+// hold back while a call may be starting.
 //
 // Guarantees:
 //   - Never invent, never guess. No value is made up for a missing property;
@@ -25,6 +29,10 @@
 //     them an invention, so the call is left for the re-ask. Several
 //     different code blocks, or prose holding more JSON after the first
 //     object, are refused for the same reason.
+//   - A call written as text is taken all or nothing: only when every call in
+//     the text names exactly one declared tool and has arguments that read
+//     without guessing; text in <think> blocks, inline code and code blocks,
+//     or introduced as an example, is never a call.
 //   - Every edit is recorded as an Edit (kind, JSON pointer, before, after).
 //   - Arguments that are valid as received are returned as received, byte for
 //     byte, with no edit, at the cost of one validation.
@@ -34,5 +42,6 @@
 //   - Work is bounded: arguments over MaxInput bytes are only checked, the
 //     syntax step peels at most a few layers, brackets nest at most 512 deep
 //     for the repairer, and the schema-guided step runs a bounded number of
-//     rounds. No input makes a function of this package panic.
+//     rounds; text calls are read from at most 1 MiB of text, 64 calls, in
+//     about linear time. No input makes a function of this package panic.
 package repair

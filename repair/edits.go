@@ -34,6 +34,10 @@ const (
 	// KindToolName is for a tool name mapped to the declared tool it plainly
 	// means (see ToolName). Callers record these edits themselves.
 	KindToolName Kind = "tool-name"
+	// KindTextCall is for a call that the model wrote as text in the
+	// message's content and that was made a tool call (see TextCalls).
+	// Callers record these edits themselves.
+	KindTextCall Kind = "text-call"
 )
 
 // Kinds lists every kind of edit, for callers that register metric labels
@@ -43,7 +47,7 @@ func Kinds() []Kind {
 		KindObjectArguments, KindEmptyArguments, KindStripFence, KindStripTokens,
 		KindStripProse, KindJSONRepair, KindDoubleEncoded, KindConcatenatedObjects,
 		KindCoerceType, KindWrapValue, KindRenameKey, KindEnumCase, KindWrapArray,
-		KindDropProperty, KindUnwrapEnvelope, KindToolName,
+		KindDropProperty, KindUnwrapEnvelope, KindToolName, KindTextCall,
 	}
 }
 

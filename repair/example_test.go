@@ -45,3 +45,21 @@ func ExampleToolName() {
 	// get_weather true
 	//  false
 }
+
+// A model that declared tools wrote its call as text: the call becomes a
+// tool call, and the prose before it stays the content.
+func ExampleTextCalls() {
+	text := "Let me check.\n<tool_call>\n{\"name\": \"getWeather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
+	declared := []string{"get_weather", "get_time"}
+	calls := repair.TextCalls(text, declared, repair.TextFormats{Marked: true})
+	for _, c := range calls {
+		fmt.Println(c.Format, c.Name, string(c.Arguments))
+	}
+	fmt.Printf("%q\n", repair.TextContent(text, calls))
+	// While streaming, the call is held back from its marker on.
+	fmt.Println(repair.TextCallHold(text[:20], declared, repair.TextFormats{Marked: true}))
+	// Output:
+	// hermes get_weather {"city": "Paris"}
+	// "Let me check."
+	// 14
+}

@@ -81,3 +81,23 @@ func mustDecode(t testing.TB, b []byte) any {
 	}
 	return v
 }
+
+// FuzzTextCalls checks the promises of TextCalls and TextCallHold on any
+// text: no panic; either no call or calls that name declared tools, with
+// ordered spans in range and JSON arguments; a hold offset in range.
+func FuzzTextCalls(f *testing.F) {
+	for _, tt := range textCallCases {
+		f.Add(tt.give, byte(7))
+	}
+	f.Fuzz(func(t *testing.T, text string, formats byte) {
+		tf := TextFormats{Marked: formats&1 != 0, BareJSON: formats&2 != 0, ReAct: formats&4 != 0}
+		calls := TextCalls(text, textTools, tf)
+		checkTextCalls(t, text, textTools, calls)
+		if h := TextCallHold(text, textTools, tf); h < 0 || h > len(text) {
+			t.Fatalf("TextCallHold(%q) = %d, out of range", text, h)
+		}
+		if calls != nil {
+			TextContent(text, calls)
+		}
+	})
+}
