@@ -77,6 +77,11 @@ type Config struct {
 	Mode      Mode      `env:"TOOLGUARD_MODE" envDefault:"repair"`
 	MaxReasks int       `env:"TOOLGUARD_MAX_REASKS" envDefault:"2"`
 	OnFailure OnFailure `env:"TOOLGUARD_ON_FAILURE" envDefault:"error"`
+	// ResponseFormat is the mode for a reply's content when the request
+	// declares a JSON response_format (structured outputs).
+	ResponseFormat Mode `env:"TOOLGUARD_RESPONSE_FORMAT" envDefault:"repair"`
+	// TextCalls says which calls written as text become real calls.
+	TextCalls TextCalls `env:"TOOLGUARD_TEXT_CALLS" envDefault:"marked"`
 
 	ToolPolicies               ToolPolicies `env:"TOOLGUARD_TOOL_POLICIES"`
 	SchemaRepair               bool         `env:"TOOLGUARD_SCHEMA_REPAIR" envDefault:"true"`
@@ -318,6 +323,12 @@ func (c Config) problems() []problem {
 	}
 	if !c.Mode.Valid() {
 		bad("TOOLGUARD_MODE", "%q is not one of repair, reask, validate, off", c.Mode)
+	}
+	if !c.ResponseFormat.Valid() {
+		bad("TOOLGUARD_RESPONSE_FORMAT", "%q is not one of repair, reask, validate, off", c.ResponseFormat)
+	}
+	if !c.TextCalls.Valid() {
+		bad("TOOLGUARD_TEXT_CALLS", "%q is not one of off, marked, json, all", c.TextCalls)
 	}
 	if c.MaxReasks < 0 || c.MaxReasks > MaxReasksLimit {
 		bad("TOOLGUARD_MAX_REASKS", "%d is out of range: 0 to %d", c.MaxReasks, MaxReasksLimit)

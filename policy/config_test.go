@@ -20,6 +20,8 @@ func TestDefaults(t *testing.T) {
 		Mode:                   policy.ModeRepair,
 		MaxReasks:              2,
 		OnFailure:              policy.FailError,
+		ResponseFormat:         policy.ModeRepair,
+		TextCalls:              policy.TextCallsMarked,
 		SchemaRepair:           true,
 		MaxConcurrentUpstream:  256,
 		BreakerFailures:        5,

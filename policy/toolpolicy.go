@@ -16,6 +16,7 @@ type ToolPolicy struct {
 	OnFailure       OnFailure
 	SchemaRepair    *bool
 	ForceToolChoice *bool
+	TextCalls       TextCalls
 	// FallbackModel names the model of this tool's last re-ask;
 	// Fallback false keeps its last re-ask off any fallback.
 	FallbackModel string
@@ -37,7 +38,7 @@ type ToolPolicies map[string]ToolPolicy
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,128}$`)
 
 // policyKeys lists the settings an entry may hold, for error messages.
-const policyKeys = "mode, max_reasks, on_failure, schema_repair, force_tool_choice, fallback, fallback_model"
+const policyKeys = "mode, max_reasks, on_failure, schema_repair, force_tool_choice, text_calls, fallback, fallback_model"
 
 // UnmarshalText parses the TOOLGUARD_TOOL_POLICIES format. Its errors name
 // the entry and say what is wrong with it.
@@ -120,6 +121,11 @@ func (tp *ToolPolicy) set(k, v string) error {
 		} else {
 			tp.ForceToolChoice = &b
 		}
+	case "text_calls":
+		tp.TextCalls = TextCalls(v)
+		if !tp.TextCalls.Valid() {
+			return fmt.Errorf("text_calls %q is not one of off, marked, json, all", v)
+		}
 	case "fallback", "fallback_model":
 		return tp.setFallback(k, v)
 	default:
@@ -155,6 +161,9 @@ func (p ToolPolicies) MarshalText() ([]byte, error) {
 		if tp.ForceToolChoice != nil {
 			kv = append(kv, "force_tool_choice="+strconv.FormatBool(*tp.ForceToolChoice))
 		}
+		if tp.TextCalls != "" {
+			kv = append(kv, "text_calls="+string(tp.TextCalls))
+		}
 		kv = append(kv, tp.fallbackText()...)
 		entries = append(entries, name+":"+strings.Join(kv, ","))
 	}
@@ -175,6 +184,8 @@ func (p ToolPolicies) problems() []string {
 			out = append(out, fmt.Sprintf("%s: max_reasks %d is out of range: 0 to %d", name, *tp.MaxReasks, MaxReasksLimit))
 		case tp.OnFailure != "" && !tp.OnFailure.Valid():
 			out = append(out, fmt.Sprintf("%s: on_failure %q is not one of error, passthrough, drop", name, tp.OnFailure))
+		case tp.TextCalls != "" && !tp.TextCalls.Valid():
+			out = append(out, fmt.Sprintf("%s: text_calls %q is not one of off, marked, json, all", name, tp.TextCalls))
 		}
 	}
 	slices.Sort(out)
@@ -189,6 +200,7 @@ type Rules struct {
 	OnFailure       OnFailure
 	SchemaRepair    bool
 	ForceToolChoice bool
+	TextCalls       TextCalls
 	// Fallback is whether the tool's last re-ask may go to the fallback, and
 	// FallbackModel the model it names there ("" keeps the request's).
 	Fallback      bool
@@ -212,6 +224,7 @@ func (c Config) Rules(tool string) Rules {
 		OnFailure:       c.OnFailure,
 		SchemaRepair:    c.SchemaRepair,
 		ForceToolChoice: c.ForceToolChoiceOnLastReask,
+		TextCalls:       c.TextCalls,
 		Fallback:        c.FallbackConfigured(),
 		FallbackModel:   c.FallbackModel,
 	}
@@ -234,6 +247,9 @@ func (c Config) Rules(tool string) Rules {
 	}
 	if tp.ForceToolChoice != nil {
 		r.ForceToolChoice = *tp.ForceToolChoice
+	}
+	if tp.TextCalls != "" {
+		r.TextCalls = tp.TextCalls
 	}
 	return r
 }

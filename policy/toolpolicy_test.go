@@ -108,13 +108,13 @@ func TestRules(t *testing.T) {
 		want policy.Rules
 	}{
 		{"tool-without-policy-gets-globals", env, "type",
-			policy.Rules{Mode: policy.ModeRepair, MaxReasks: 3, OnFailure: policy.FailError, SchemaRepair: true, ForceToolChoice: true}},
+			policy.Rules{Mode: policy.ModeRepair, MaxReasks: 3, OnFailure: policy.FailError, SchemaRepair: true, ForceToolChoice: true, TextCalls: policy.TextCallsMarked}},
 		{"policy-overrides-what-it-sets", env, "click",
-			policy.Rules{Mode: policy.ModeReask, MaxReasks: 1, OnFailure: policy.FailDrop, SchemaRepair: true, ForceToolChoice: true}},
+			policy.Rules{Mode: policy.ModeReask, MaxReasks: 1, OnFailure: policy.FailDrop, SchemaRepair: true, ForceToolChoice: true, TextCalls: policy.TextCallsMarked}},
 		{"booleans-override", env, "search",
-			policy.Rules{Mode: policy.ModeValidate, MaxReasks: 3, OnFailure: policy.FailError, SchemaRepair: false, ForceToolChoice: false}},
+			policy.Rules{Mode: policy.ModeValidate, MaxReasks: 3, OnFailure: policy.FailError, SchemaRepair: false, ForceToolChoice: false, TextCalls: policy.TextCallsMarked}},
 		{"global-off-wins", append([]string{"TOOLGUARD_MODE=off"}, env...), "click",
-			policy.Rules{Mode: policy.ModeOff, MaxReasks: 3, OnFailure: policy.FailError, SchemaRepair: true, ForceToolChoice: true}},
+			policy.Rules{Mode: policy.ModeOff, MaxReasks: 3, OnFailure: policy.FailError, SchemaRepair: true, ForceToolChoice: true, TextCalls: policy.TextCallsMarked}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,8 +26,9 @@ type format struct {
 	// mendHistory mends the form of the calls in the conversation the
 	// client sends back (or returns the body as it was).
 	mendHistory func(body []byte) ([]byte, []repair.Edit, error)
-	// open reads what a request declares; nil means nothing to inspect.
-	open func(body []byte) request
+	// open reads what a request declares: its function tools and, if
+	// output is set, its JSON response format; nil means nothing to inspect.
+	open func(body []byte, output bool) request
 }
 
 // request is an inspected request, as its format reads it and writes
@@ -70,7 +71,7 @@ var responsesFormat = format{
 	path:        responses.Path,
 	read:        responses.Read,
 	mendHistory: responses.MendHistory,
-	open: func(body []byte) request {
+	open: func(body []byte, output bool) request {
 		if q := responses.NewRequest(body); q != nil {
 			return q
 		}
@@ -84,8 +85,8 @@ var chatFormat = format{
 	path:        chat.Path,
 	read:        chat.Read,
 	mendHistory: chat.MendHistory,
-	open: func(body []byte) request {
-		if q := chat.NewRequest(body); q != nil {
+	open: func(body []byte, output bool) request {
+		if q := chat.NewRequest(body, output); q != nil {
 			return q
 		}
 		return nil

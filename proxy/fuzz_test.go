@@ -59,7 +59,7 @@ func fuzzExchange(t testing.TB, onFailure policy.OnFailure) *exchange {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	return h.newExchange(context.Background(), chatFormat, chatFormat.open(body), pol)
+	return h.newExchange(context.Background(), chatFormat, chatFormat.open(body, true), pol)
 }
 
 // validClick reports whether a call object names click with valid arguments.
@@ -223,7 +223,7 @@ func checkStreamRead(t *testing.T, out []byte) {
 func FuzzResponse(f *testing.F) {
 	seedRecordings(f, func(s string) { f.Add([]byte(s)) })
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if chatFormat.open([]byte(`{"tools":[{"function":{"name":"f"}}]}`)).ReadReply(in) != nil {
+		if chatFormat.open([]byte(`{"tools":[{"function":{"name":"f"}}]}`), true).ReadReply(in) != nil {
 			return // inspect answers 502 before the ladder sees it
 		}
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
@@ -268,7 +268,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","tools":` + faulty.ClickTools + `,"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"click","arguments":"{\"selector\": \"#a\""}},{"function":{"arguments":{"a":1}}}]},{"role":"assistant","function_call":{"name":"click","arguments":"` + "```" + `json\n{}` + "```" + `"}}]}`))
 	f.Add([]byte(`{"functions":[{"name":"f"}],"messages":[]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		chat.NewRequest(in)
+		chat.NewRequest(in, true)
 		if chat.Read(in) != nil {
 			return // refused
 		}

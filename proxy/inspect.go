@@ -91,7 +91,7 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 						"count", len(edits), "edits", editSummary(edits[:min(len(edits), 20)]))
 				}
 			}
-			req = f.open(body)
+			req = f.open(body, pol.Rules(ladder.OutputTool).Mode != policy.ModeOff)
 		}
 		if req == nil {
 			return h.proxy(w, r, body)

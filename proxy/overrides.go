@@ -6,12 +6,15 @@ import (
 	"strings"
 
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
 )
 
 // Request headers by which a client narrows its own request's handling.
 const (
 	headerMode      = "X-Toolguard-Mode"
 	headerMaxReasks = "X-Toolguard-Max-Reasks"
+	// headerResponseFormat narrows TOOLGUARD_RESPONSE_FORMAT.
+	headerResponseFormat = "X-Toolguard-Response-Format"
 )
 
 // requestPolicy is the server's configuration narrowed by the request's
@@ -20,6 +23,9 @@ type requestPolicy struct {
 	cfg       *policy.Config
 	mode      policy.Mode // a cap on every tool's mode; "" for none
 	maxReasks int         // a cap on every tool's re-asks; -1 for none
+	// output is a cap on the mode for the content under a JSON
+	// response_format; "" for none.
+	output policy.Mode
 }
 
 // requestPolicyOf reads the override headers. A value it does not accept is
@@ -37,6 +43,16 @@ func (h *Handler) requestPolicyOf(r *http.Request) (requestPolicy, *apiError) {
 		}
 		p.mode = m
 	}
+	if v := strings.TrimSpace(r.Header.Get(headerResponseFormat)); v != "" {
+		m := policy.Mode(strings.ToLower(v))
+		switch {
+		case !m.Valid():
+			return p, badHeader(headerResponseFormat + ": " + strconv.Quote(v) + " is not one of repair, reask, validate, off")
+		case m == policy.ModeOff && !h.cfg.AllowClientOff && h.cfg.ResponseFormat != policy.ModeOff:
+			return p, badHeader(headerResponseFormat + ": off is not allowed by this server (TOOLGUARD_ALLOW_CLIENT_OFF)")
+		}
+		p.output = m
+	}
 	if v := strings.TrimSpace(r.Header.Get(headerMaxReasks)); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -51,14 +67,34 @@ func badHeader(msg string) *apiError {
 	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_toolguard_header", Msg: msg}
 }
 
-// Rules returns the settings for a tool's calls ("" for the global ones).
+// Rules returns the settings for a tool's calls ("" for the global ones;
+// ladder.OutputTool for the content under a JSON response_format, whose
+// mode is TOOLGUARD_RESPONSE_FORMAT and whose failure is never a drop:
+// content is not a call that can be left out).
 func (p *requestPolicy) Rules(tool string) policy.Rules {
+	if tool == ladder.OutputTool {
+		r := p.cfg.Rules("")
+		r.Mode = r.Mode.Cap(p.cfg.ResponseFormat)
+		if p.output != "" {
+			r.Mode = r.Mode.Cap(p.output)
+		}
+		if r.OnFailure == policy.FailDrop {
+			r.OnFailure = policy.FailError
+		}
+		p.capped(&r)
+		return r
+	}
 	r := p.cfg.Rules(tool)
+	p.capped(&r)
+	return r
+}
+
+// capped narrows r by the request's headers.
+func (p *requestPolicy) capped(r *policy.Rules) {
 	if p.mode != "" {
 		r.Mode = r.Mode.Cap(p.mode)
 	}
 	if p.maxReasks >= 0 {
 		r.MaxReasks = min(r.MaxReasks, p.maxReasks)
 	}
-	return r
 }

@@ -91,6 +91,14 @@ func feedback(t *ladder.Turn, attempt int) ([]string, error) {
 		}
 	}
 	switch {
+	case w.output:
+		// The content: the model is shown what it wrote and told what is
+		// wrong with it.
+		text := ladder.Reminder(t)
+		if len(calls) > 0 {
+			text = ladder.OutputFeedback(calls[0])
+		}
+		return []string{`{"role":"assistant","content":` + w.lastContent + `}`, `{"role":"user","content":` + wire.Quote(text) + `}`}, nil
 	case len(calls) == 0:
 		// The model's last answer had no calls: remind it of the ones that
 		// are still invalid.
@@ -120,11 +128,15 @@ func (q *Request) Answer(t *ladder.Turn, reply []byte) (ladder.Answer, error) {
 		return ladder.Answer{}, fmt.Errorf("the upstream's reply cannot be read unambiguously: %w", err)
 	}
 	msg := gjson.GetBytes(reply, "choices.0.message")
+	w := turnOf(t)
 	var sent []ladder.Sent
-	if _, err := sentOf(msg, func(s ladder.Sent) bool { sent = append(sent, s); return true }); err != nil {
+	if w.output {
+		if s, ok := q.content(msg); ok {
+			sent = append(sent, s)
+		}
+	} else if _, err := sentOf(msg, func(s ladder.Sent) bool { sent = append(sent, s); return true }); err != nil {
 		return ladder.Answer{}, fmt.Errorf("the upstream's reply is malformed: %w", err)
 	}
-	w := turnOf(t)
 	w.history, w.pending = w.pending, nil
 	w.lastContent = rawOrNull(msg.Get("content"))
 	return ladder.Answer{Sent: sent, CutOff: gjson.GetBytes(reply, "choices.0.finish_reason").String() == "length"}, nil

@@ -48,12 +48,19 @@ type Request struct {
 	tools *ladder.Tools
 	// legacy: the tools are declared with the legacy "functions" field.
 	legacy bool
+	// output stands for the content when the request declares a JSON
+	// response_format (see ladder.OutputTool); nil otherwise.
+	output *ladder.Tool
 }
 
-// NewRequest reads the function tools of a chat request (checked by Read).
-// It returns nil when the request declares none: nothing is then inspected.
-func NewRequest(body []byte) *Request {
+// NewRequest reads the function tools of a chat request (checked by Read)
+// and, if output is set, its JSON response_format. It returns nil when the
+// request declares neither: nothing is then inspected.
+func NewRequest(body []byte, output bool) *Request {
 	q := &Request{Body: body, tools: &ladder.Tools{}}
+	if output {
+		q.output = responseFormat(body)
+	}
 	add := func(fn gjson.Result) {
 		n := fn.Get("name")
 		if n.Type != gjson.String {
@@ -78,10 +85,28 @@ func NewRequest(body []byte) *Request {
 			return true
 		})
 	}
-	if q.tools.Len() == 0 {
+	if q.tools.Len() == 0 && q.output == nil {
 		return nil
 	}
 	return q
+}
+
+// responseFormat returns the tool that stands for the content under the
+// request's response_format: its json_schema's schema, or any object for
+// json_object; nil for text or none.
+func responseFormat(body []byte) *ladder.Tool {
+	rf := gjson.GetBytes(body, "response_format")
+	switch rf.Get("type").Str {
+	case "json_schema":
+		schema := []byte(`{}`)
+		if s := rf.Get("json_schema.schema"); s.IsObject() || s.IsBool() {
+			schema = []byte(s.Raw)
+		}
+		return &ladder.Tool{Name: ladder.OutputTool, Params: schema}
+	case "json_object":
+		return &ladder.Tool{Name: ladder.OutputTool, Params: []byte(`{"type":"object"}`)}
+	}
+	return nil
 }
 
 // Model is the model the request names.

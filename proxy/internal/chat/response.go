@@ -21,6 +21,7 @@ type turn struct {
 	start  int    // where raw starts in the response body
 	end    int    // where it ends
 	legacy bool   // a function_call, not tool_calls
+	output bool   // the content under a JSON response_format, not calls
 
 	// The model's last message in this choice, for the next re-ask: its
 	// content (raw JSON, "null" if none), and the messages the re-asks have
@@ -76,6 +77,12 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 			calls = append(calls, x.Check(s, 0, true, cutOff))
 			return true
 		})
+		output := false
+		if len(calls) == 0 && err == nil && perr == nil && q.output != nil {
+			if s, ok := q.content(msg); ok {
+				calls, output = append(calls, x.Check(s, 0, true, cutOff)), true
+			}
+		}
 		switch {
 		case err != nil:
 			return false
@@ -94,6 +101,7 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 			start:       v.Index,
 			end:         v.Index + len(v.Raw),
 			legacy:      legacy,
+			output:      output,
 			lastContent: rawOrNull(msg.Get("content")),
 		}
 		t.Turn = ladder.Turn{Index: int(k.Int()), Calls: calls, Last: calls, Wire: t}
@@ -101,6 +109,17 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 		return true
 	})
 	return out, err
+}
+
+// content reads a message's content as the call that stands for it under a
+// JSON response_format: a string content, when the model did not refuse
+// (a refusal passes as it is).
+func (q *Request) content(msg gjson.Result) (ladder.Sent, bool) {
+	c := msg.Get("content")
+	if r := msg.Get("refusal"); c.Type != gjson.String || (r.Type == gjson.String && r.Str != "") {
+		return ladder.Sent{}, false
+	}
+	return ladder.Sent{Name: ladder.OutputTool, Tool: q.output, Args: c.Raw}, true
 }
 
 // sentOf reads the calls of one assistant message, handing each to add
@@ -268,6 +287,9 @@ func (q *Request) SumUsage(first []byte, replies [][]byte) ([]byte, error) {
 // and whether it differs from what the model sent.
 func rewrite(t *ladder.Turn) ([]byte, bool, error) {
 	w := turnOf(t)
+	if w.output {
+		return rewriteContent(t)
+	}
 	var keep []string
 	dirty := t.Touched
 	for _, c := range t.Calls {
@@ -311,6 +333,25 @@ func rewrite(t *ladder.Turn) ([]byte, bool, error) {
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("write %s: %w", field, err)
+	}
+	return el, true, nil
+}
+
+// rewriteContent returns the choice's JSON with its content as the ladder
+// made it (mended, or the re-ask's), and whether it differs from what the
+// model sent.
+func rewriteContent(t *ladder.Turn) ([]byte, bool, error) {
+	w := turnOf(t)
+	if len(t.Calls) == 0 || !t.Calls[0].Valid() {
+		return nil, false, nil // a failure is never written back
+	}
+	c := t.Calls[0]
+	if !c.Changed() && c.Attempt == 0 {
+		return nil, false, nil
+	}
+	el, err := sjson.SetRawBytes([]byte(w.raw), "message.content", []byte(wire.Quote(string(c.Args))))
+	if err != nil {
+		return nil, false, fmt.Errorf("write message.content: %w", err)
 	}
 	return el, true, nil
 }

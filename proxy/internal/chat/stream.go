@@ -23,6 +23,7 @@ import (
 type stream struct {
 	ladder.Session
 	maxBytes int64         // TOOLGUARD_MAX_RESPONSE_BYTES bounds what is held
+	output   *ladder.Tool  // the response format's, when content is held
 	out      *bytes.Buffer // where the event being handled writes
 	// done is set once nothing more will be written; failure is the error
 	// that ends the stream, abort the error that ends it silently.
@@ -45,7 +46,7 @@ var _ wire.Events = (*stream)(nil)
 // NewStream returns the chat format's handling of a stream's events. The
 // content and tool calls it holds are bounded by maxBytes.
 func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
-	return &stream{Session: s, maxBytes: maxBytes, choices: map[int64]*streamChoice{}}
+	return &stream{Session: s, maxBytes: maxBytes, output: q.output, choices: map[int64]*streamChoice{}}
 }
 
 // Handle implements wire.Events.
@@ -193,12 +194,14 @@ func (r *stream) handle(ev []byte) {
 		}
 		sc := r.choice(idx)
 		var touched []*partialCall
+		hasContent := false
 		delta.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "content":
 				if v.Type == gjson.String {
 					sc.content = append(sc.content, v.Str...)
 					r.total += int64(len(v.Str))
+					hasContent, sc.sawContent = r.output != nil, true
 				}
 			case "tool_calls", "function_call":
 				if v.Type == gjson.Null {
@@ -245,6 +248,23 @@ func (r *stream) handle(ev []byte) {
 			return false
 		}
 		finishing := fr.Exists() && fr.Type != gjson.Null
+		if hasContent {
+			// Under a JSON response_format the content waits for its end:
+			// the event whole if it carries nothing else, else without it.
+			if nChoices == 1 && len(touched) == 0 && !finishing && !sc.contentSynth {
+				sc.heldContent = append(sc.heldContent, append([]byte(nil), ev...))
+				r.total += int64(len(ev))
+				held = true
+			} else {
+				r.unholdContent(sc)
+				var err error
+				if chunk, err = sjson.DeleteBytes(chunk, prefix+"delta.content"); err != nil {
+					r.fail(wire.WriteFailed(err), err)
+					return false
+				}
+				changed = true
+			}
+		}
 		// An event that carries deltas of one call only, in a chunk of one
 		// choice that says its index and does not end it, is held whole
 		// with that call: if the call turns out valid as received, its
@@ -262,7 +282,13 @@ func (r *stream) handle(ev []byte) {
 		if finishing && !sc.finished {
 			sc.finished = true
 			sc.cutOff = fr.Str == "length"
-			if len(sc.order) > 0 {
+			if len(sc.order) == 0 {
+				r.settleContent(sc)
+				if r.done {
+					return false
+				}
+			} else {
+				r.releaseContent(sc)
 				r.settle(sc)
 				if r.done {
 					return false
@@ -370,12 +396,18 @@ func emptyChunk(chunk []byte) bool {
 func (r *stream) finish(done []byte) {
 	for _, idx := range r.order() {
 		sc := r.choices[idx]
-		if !sc.finished && len(sc.order) > 0 {
-			sc.finished = true
+		if sc.finished {
+			continue
+		}
+		sc.finished = true
+		if len(sc.order) > 0 {
+			r.releaseContent(sc)
 			r.settle(sc)
-			if r.done {
-				return
-			}
+		} else {
+			r.settleContent(sc)
+		}
+		if r.done {
+			return
 		}
 	}
 	if r.usage != nil {

@@ -38,6 +38,14 @@ type streamChoice struct {
 	// calls then go out as chunks of toolguard's.
 	held       []heldEvent
 	synthesize bool
+	// Under a JSON response_format, the content is held until the choice
+	// ends and is checked: heldContent are the events that carried it, to
+	// go out as they were if it needs no change; contentSynth is set once
+	// that is impossible (content shared with another choice or a
+	// finish), and the content then goes out as a chunk of toolguard's.
+	heldContent  [][]byte
+	contentSynth bool
+	sawContent   bool
 }
 
 type heldEvent struct {

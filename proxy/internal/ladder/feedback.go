@@ -120,6 +120,18 @@ func Feedback(c *Call, room int) string {
 	return b.String()
 }
 
+// OutputFeedback is what the model is told about content that is not valid
+// for the response format its request declared.
+func OutputFeedback(c *Call) string {
+	var b strings.Builder
+	b.WriteString("Your reply is not valid for the requested response format:\n")
+	for _, d := range Details(c) {
+		fmt.Fprintf(&b, "- %s: %s\n", d.Path, d.Message)
+	}
+	b.WriteString("Reply again with only the JSON value, and make it match the schema.")
+	return b.String()
+}
+
 // Reminder is what the model is told when its last answer in a turn had no
 // calls: the errors of the calls still invalid, then ReaskInstruction.
 func Reminder(t *Turn) string {
@@ -158,10 +170,19 @@ func (x *Exchange) FailureError(turns []*Turn, redact func(string) string) *wire
 				continue
 			}
 			invalid++
+			output := c.Tool != nil && c.Tool.Name == OutputTool
 			if len(details) < maxDetailedCalls {
-				details = append(details, CallDetail{Choice: t.Index, Tool: wire.Clip(c.Name, 128), CallID: wire.Clip(c.ID, 128), Errors: Details(c)})
+				d := CallDetail{Choice: t.Index, Tool: wire.Clip(c.Name, 128), CallID: wire.Clip(c.ID, 128), Errors: Details(c)}
+				if output {
+					d.Tool = "response_format"
+				}
+				details = append(details, d)
 			}
-			if len(names) < named {
+			switch {
+			case len(names) >= named:
+			case output:
+				names = append(names, fmt.Sprintf("choice %d: %s", t.Index, wire.Clip(Describe(c), 500)))
+			default:
 				names = append(names, fmt.Sprintf("%s (%s): %s", wire.Clip(c.Name, 64), wire.Clip(c.ID, 64), wire.Clip(Describe(c), 500)))
 			}
 		}
@@ -171,12 +192,36 @@ func (x *Exchange) FailureError(turns []*Turn, redact func(string) string) *wire
 	}
 	msg := fmt.Sprintf("toolguard: %d tool call(s) could not be made valid after %d re-ask(s): %s",
 		invalid, x.Reasks, strings.Join(names, "; "))
+	typ, code := "invalid_tool_call", "tool_call_invalid"
+	if outputOnly(turns) {
+		typ, code = "invalid_output", "output_invalid"
+		msg = fmt.Sprintf("toolguard: the reply's content could not be made valid for the requested response format after %d re-ask(s): %s",
+			x.Reasks, strings.Join(names, "; "))
+	}
 	if invalid > len(details) {
 		msg += fmt.Sprintf(" (details lists the first %d)", len(details))
 	}
 	if x.GaveUp != nil {
 		msg += " (re-asking stopped: " + redact(x.GaveUp.Error()) + ")"
 	}
-	return &wire.Error{Status: 400, Type: "invalid_tool_call", Code: "tool_call_invalid", Msg: msg, Details: details,
+	return &wire.Error{Status: 400, Type: typ, Code: code, Msg: msg, Details: details,
 		Header: map[string][]string{"X-Should-Retry": {"false"}}}
+}
+
+// outputOnly reports whether every invalid call of the turns stands for
+// content (OutputTool).
+func outputOnly(turns []*Turn) bool {
+	any := false
+	for _, t := range turns {
+		for _, c := range t.Calls {
+			if c.Valid() {
+				continue
+			}
+			if c.Tool == nil || c.Tool.Name != OutputTool {
+				return false
+			}
+			any = true
+		}
+	}
+	return any
 }

@@ -82,9 +82,18 @@ func (ts *Tools) Lookup(name string) *Tool { return ts.byName[name] }
 // Len is the number of tools declared.
 func (ts *Tools) Len() int { return len(ts.Names) }
 
+// OutputTool names the tool that stands for a reply's content when the
+// request declares a JSON response format (structured outputs): the content
+// is checked as the arguments of a call to it, against the declared schema.
+// No function can be named so, and no tool policy can name it.
+const OutputTool = "(response_format)"
+
 // Sent is a call as the model sent it, read from the wire.
 type Sent struct {
 	ID, Name string
+	// Tool, if set, is the tool the call is checked against, whatever its
+	// name: the response format's, for content.
+	Tool *Tool
 	// Args is the arguments field as raw JSON ("" when the call has none):
 	// a string holding JSON, as the API sends it, or a JSON value that some
 	// servers send in its place.
@@ -176,7 +185,10 @@ func (x *Exchange) Check(s Sent, attempt int, mend, cutOff bool) *Call {
 		c.RawArgs = `""`
 	}
 	global := x.Policy.Rules("")
-	c.Tool = x.Tools.Lookup(c.Name)
+	c.Tool = s.Tool
+	if c.Tool == nil {
+		c.Tool = x.Tools.Lookup(c.Name)
+	}
 	var nameEdit *repair.Edit
 	if c.Tool == nil && mend && global.Mode.Repairs() && global.SchemaRepair {
 		if mapped, ok := repair.ToolName(c.Name, x.Tools.Names); ok {
