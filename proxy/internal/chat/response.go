@@ -22,6 +22,10 @@ type turn struct {
 	end    int    // where it ends
 	legacy bool   // a function_call, not tool_calls
 	output bool   // the content under a JSON response_format, not calls
+	// converted: the calls were written as text in the content; rest is
+	// the content left around them.
+	converted bool
+	rest      string
 
 	// The model's last message in this choice, for the next re-ask: its
 	// content (raw JSON, "null" if none), and the messages the re-asks have
@@ -77,10 +81,21 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 			calls = append(calls, x.Check(s, 0, true, cutOff))
 			return true
 		})
-		output := false
-		if len(calls) == 0 && err == nil && perr == nil && q.output != nil {
-			if s, ok := q.content(msg); ok {
-				calls, output = append(calls, x.Check(s, 0, true, cutOff)), true
+		output, converted, rest := false, false, ""
+		if len(calls) == 0 && err == nil && perr == nil {
+			if c := msg.Get("content"); c.Type == gjson.String {
+				var sent []ladder.Sent
+				if sent, rest = x.TextCalls(c.Str, int(k.Int())); sent != nil {
+					for _, s := range sent {
+						calls = append(calls, x.Check(s, 0, true, cutOff))
+					}
+					converted = true
+				}
+			}
+			if !converted && q.output != nil {
+				if s, ok := q.content(msg); ok {
+					calls, output = append(calls, x.Check(s, 0, true, cutOff)), true
+				}
 			}
 		}
 		switch {
@@ -102,7 +117,12 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 			end:         v.Index + len(v.Raw),
 			legacy:      legacy,
 			output:      output,
+			converted:   converted,
+			rest:        rest,
 			lastContent: rawOrNull(msg.Get("content")),
+		}
+		if converted {
+			t.lastContent = contentOrNull(rest)
 		}
 		t.Turn = ladder.Turn{Index: int(k.Int()), Calls: calls, Last: calls, Wire: t}
 		out = append(out, &t.Turn)
@@ -172,6 +192,14 @@ func sentCall(raw gjson.Result, legacy bool) ladder.Sent {
 		s.Args = a.Raw
 	}
 	return s
+}
+
+// contentOrNull is a content as JSON: null when it is empty.
+func contentOrNull(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "null"
+	}
+	return wire.Quote(s)
 }
 
 func rawOrNull(r gjson.Result) string {
@@ -287,8 +315,11 @@ func (q *Request) SumUsage(first []byte, replies [][]byte) ([]byte, error) {
 // and whether it differs from what the model sent.
 func rewrite(t *ladder.Turn) ([]byte, bool, error) {
 	w := turnOf(t)
-	if w.output {
+	switch {
+	case w.output:
 		return rewriteContent(t)
+	case w.converted:
+		return rewriteConverted(t)
 	}
 	var keep []string
 	dirty := t.Touched
@@ -352,6 +383,34 @@ func rewriteContent(t *ladder.Turn) ([]byte, bool, error) {
 	el, err := sjson.SetRawBytes([]byte(w.raw), "message.content", []byte(wire.Quote(string(c.Args))))
 	if err != nil {
 		return nil, false, fmt.Errorf("write message.content: %w", err)
+	}
+	return el, true, nil
+}
+
+// rewriteConverted returns the choice's JSON with the calls read from its
+// content written as tool_calls, the content left around them, and
+// finish_reason tool_calls. When no call is valid, the choice stays as the
+// model sent it: text.
+func rewriteConverted(t *ladder.Turn) ([]byte, bool, error) {
+	w := turnOf(t)
+	var keep []string
+	for _, c := range t.Calls {
+		if c.Valid() {
+			keep = append(keep, object(c.ID, c.ToolName(), wire.Quote(string(c.Args)), false))
+		}
+	}
+	if len(keep) == 0 {
+		return nil, false, nil
+	}
+	el, err := sjson.SetRawBytes([]byte(w.raw), "message.content", []byte(contentOrNull(w.rest)))
+	if err == nil {
+		el, err = sjson.SetRawBytes(el, "message.tool_calls", []byte("["+strings.Join(keep, ",")+"]"))
+	}
+	if err == nil && gjson.GetBytes(el, "finish_reason").Str == "stop" {
+		el, err = sjson.SetRawBytes(el, "finish_reason", []byte(`"tool_calls"`))
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("write the calls read from the content: %w", err)
 	}
 	return el, true, nil
 }

@@ -194,7 +194,7 @@ func (r *stream) handle(ev []byte) {
 		}
 		sc := r.choice(idx)
 		var touched []*partialCall
-		hasContent := false
+		hasContent, textDelta := false, false
 		delta.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "content":
@@ -202,6 +202,7 @@ func (r *stream) handle(ev []byte) {
 					sc.content = append(sc.content, v.Str...)
 					r.total += int64(len(v.Str))
 					hasContent, sc.sawContent = r.output != nil, true
+					textDelta = v.Str != "" && r.output == nil
 				}
 			case "tool_calls", "function_call":
 				if v.Type == gjson.Null {
@@ -248,6 +249,18 @@ func (r *stream) handle(ev []byte) {
 			return false
 		}
 		finishing := fr.Exists() && fr.Type != gjson.Null
+		if textDelta {
+			// Text that may be the start of a call written as text waits
+			// until it is known not to be one.
+			if hold := r.textHold(sc); hold {
+				var err error
+				if chunk, err = sjson.DeleteBytes(chunk, prefix+"delta.content"); err != nil {
+					r.fail(wire.WriteFailed(err), err)
+					return false
+				}
+				changed = true
+			}
+		}
 		if hasContent {
 			// Under a JSON response_format the content waits for its end:
 			// the event whole if it carries nothing else, else without it.
@@ -283,6 +296,17 @@ func (r *stream) handle(ev []byte) {
 			sc.finished = true
 			sc.cutOff = fr.Str == "length"
 			if len(sc.order) == 0 {
+				if r.settleText(sc) && fr.Str == "stop" {
+					var err error
+					if chunk, err = sjson.SetRawBytes(chunk, prefix+"finish_reason", []byte(`"tool_calls"`)); err != nil {
+						r.fail(wire.WriteFailed(err), err)
+						return false
+					}
+					changed = true
+				}
+				if r.done {
+					return false
+				}
 				r.settleContent(sc)
 				if r.done {
 					return false
@@ -403,7 +427,7 @@ func (r *stream) finish(done []byte) {
 		if len(sc.order) > 0 {
 			r.releaseContent(sc)
 			r.settle(sc)
-		} else {
+		} else if !r.settleText(sc) && !r.done {
 			r.settleContent(sc)
 		}
 		if r.done {

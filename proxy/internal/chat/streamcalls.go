@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
+	"github.com/toolguard/toolguard/repair"
 )
 
 // What a stream may hold, whatever the upstream sends: OpenAI allows at most
@@ -46,6 +48,13 @@ type streamChoice struct {
 	heldContent  [][]byte
 	contentSynth bool
 	sawContent   bool
+	// With calls written as text converted, content[:emitted] has gone to
+	// the client and the rest is held: it may be the start of a call.
+	// holding is set once something was held; since when, holdSince.
+	emitted   int
+	holding   bool
+	holdSince time.Time
+	converted bool // calls were read from the content
 }
 
 type heldEvent struct {
@@ -64,7 +73,8 @@ type partialCall struct {
 	// unless nothing else comes.
 	nonString string
 	sawNull   bool
-	call      *ladder.Call // set once released
+	edits     []repair.Edit // made before the ladder saw it (read from text)
+	call      *ladder.Call  // set once released
 	released  bool
 	// synthesize: the call cannot go out as its events (see streamChoice).
 	synthesize bool
@@ -216,7 +226,7 @@ func (p *partialCall) sent() ladder.Sent {
 	case p.sawNull && len(p.args) == 0:
 		args = "null"
 	}
-	return ladder.Sent{ID: p.id, Name: p.name, Args: args}
+	return ladder.Sent{ID: p.id, Name: p.name, Args: args, Edits: p.edits}
 }
 
 // releaseReady releases early, in order, the calls before the one now

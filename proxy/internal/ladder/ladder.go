@@ -99,8 +99,11 @@ type Sent struct {
 	// servers send in its place.
 	Args string
 	// Raw is the call as the model sent it, in its format (a JSON reply's
-	// call object); "" for a call put together from a stream.
+	// call object); "" for a call put together from a stream or text.
 	Raw string
+	// Edits were made before the ladder saw the call (reading it from
+	// text): they come first in the call's edits.
+	Edits []repair.Edit
 }
 
 // Call is one tool call and what the ladder made of it.
@@ -251,6 +254,9 @@ func (x *Exchange) Check(s Sent, attempt int, mend, cutOff bool) *Call {
 	}
 	if nameEdit != nil {
 		c.Edits = append([]repair.Edit{*nameEdit}, c.Edits...)
+	}
+	if len(s.Edits) > 0 {
+		c.Edits = append(s.Edits[:len(s.Edits):len(s.Edits)], c.Edits...)
 	}
 	return c
 }

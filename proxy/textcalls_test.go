@@ -1,0 +1,167 @@
+package proxy_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/internal/fake"
+	"github.com/toolguard/toolguard/policy"
+)
+
+func TestTextCalls(t *testing.T) {
+	tests := []struct {
+		name      string
+		content   string
+		change    func(*policy.Config)
+		wantCalls []string // "name args"
+		wantText  string
+		outcome   string
+	}{
+		{name: "hermes", content: `<tool_call>{"name": "click", "arguments": {"selector": "#a"}}</tool_call>`,
+			wantCalls: []string{`click {"selector":"#a"}`}, outcome: "repaired"},
+		{name: "hermes-with-text", content: "Let me click it.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"element\": \"#a\"}}</tool_call>",
+			wantCalls: []string{`click {"selector":"#a"}`}, wantText: "Let me click it.", outcome: "repaired"},
+		{name: "mistral", content: `[TOOL_CALLS][{"name": "click", "arguments": {"selector": "#b"}}]`,
+			wantCalls: []string{`click {"selector":"#b"}`}, outcome: "repaired"},
+		{name: "pythonic", content: `[click(selector="#c")]`, wantCalls: []string{`click {"selector":"#c"}`}, outcome: "repaired"},
+		{name: "react-off-by-default", content: "Thought: I should click.\nAction: click\nAction Input: #d",
+			wantText: "Thought: I should click.\nAction: click\nAction Input: #d", outcome: "none"},
+		{name: "react-when-all", content: "Thought: I should click.\nAction: click\nAction Input: #d",
+			change: func(c *policy.Config) { c.TextCalls = policy.TextCallsAll }, wantCalls: []string{`click {"selector":"#d"}`}, wantText: "Thought: I should click.", outcome: "repaired"},
+		{name: "prose-stays-text", content: "You can call click with a selector, for example <tool_call>{\"name\": \"click\", \"arguments\": {}}</tool_call>.",
+			wantText: "You can call click with a selector, for example <tool_call>{\"name\": \"click\", \"arguments\": {}}</tool_call>.", outcome: "none"},
+		{name: "undeclared-stays-text", content: `<tool_call>{"name": "type", "arguments": {"text": "x"}}</tool_call>`,
+			wantText: `<tool_call>{"name": "type", "arguments": {"text": "x"}}</tool_call>`, outcome: "none"},
+		{name: "switch-off", content: `<tool_call>{"name": "click", "arguments": {"selector": "#a"}}</tool_call>`,
+			change: func(c *policy.Config) { c.TextCalls = policy.TextCallsOff }, wantText: `<tool_call>{"name": "click", "arguments": {"selector": "#a"}}</tool_call>`, outcome: "none"},
+	}
+	for _, tt := range tests {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tt.name, stream), func(t *testing.T) {
+				up := newUpstream(t)
+				scriptChat(up, fake.Reply{Text: tt.content, In: 10, Out: 5})
+				srv, _ := guard(t, up, tt.change)
+				extra := ""
+				if stream {
+					extra = `,"stream":true`
+				}
+				resp, body := post(t, srv, "/v1/chat/completions", clickRequest(extra))
+				var calls []string
+				var text, finish string
+				if stream {
+					a := assemble(t, body)
+					for _, c := range a.Calls[0] {
+						f := strings.SplitN(c, " ", 3)
+						calls = append(calls, f[1]+" "+compact(f[2]))
+					}
+					text, finish = a.Content[0], a.Finish[0]
+					if tt.outcome != "none" && !strings.Contains(a.Comment, "outcome="+tt.outcome) {
+						t.Errorf("comment %q, want outcome %s", a.Comment, tt.outcome)
+					}
+				} else {
+					if got := header(resp, "X-Toolguard-Outcome"); got != tt.outcome {
+						t.Errorf("outcome %q, want %q", got, tt.outcome)
+					}
+					msg := gjson.GetBytes(body, "choices.0.message")
+					msg.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+						calls = append(calls, c.Get("function.name").Str+" "+compact(c.Get("function.arguments").Str))
+						return true
+					})
+					text, finish = msg.Get("content").Str, gjson.GetBytes(body, "choices.0.finish_reason").Str
+				}
+				if diff := cmp.Diff(calls, tt.wantCalls); diff != "" {
+					t.Errorf("calls (-got +want):\n%s\n%s", diff, body)
+				}
+				if strings.TrimSpace(text) != tt.wantText {
+					t.Errorf("content %q, want %q", text, tt.wantText)
+				}
+				if want := map[bool]string{true: "tool_calls", false: "stop"}[len(tt.wantCalls) > 0]; finish != want {
+					t.Errorf("finish_reason %q, want %q", finish, want)
+				}
+			})
+		}
+	}
+}
+
+// TestTextCallsReasked: a call written as text whose arguments are invalid
+// goes up the ladder like any call: the model is re-asked, and the
+// correction reaches the client as a real call.
+func TestTextCallsReasked(t *testing.T) {
+	up := newUpstream(t)
+	up.handle = func(w http.ResponseWriter, r *http.Request, i int) {
+		w.Header().Set("Content-Type", "application/json")
+		if i == 0 {
+			w.Write([]byte(fake.Chat.JSON(fake.Reply{Text: `<tool_call>{"name": "click", "arguments": {}}</tool_call>`})))
+			return
+		}
+		w.Write([]byte(fake.Chat.JSON(fake.Reply{Calls: []fake.Call{{ID: "call_2", Name: "click", Args: `{"selector":"#a"}`}}})))
+	}
+	srv, _ := guard(t, up, nil)
+	resp, body := post(t, srv, "/v1/chat/completions", clickRequest(""))
+	if resp.StatusCode != 200 || header(resp, "X-Toolguard-Outcome") != "reasked" {
+		t.Fatalf("status %d outcome %q: %s", resp.StatusCode, header(resp, "X-Toolguard-Outcome"), body)
+	}
+	if got := gjson.GetBytes(body, "choices.0.message.tool_calls.0.function.arguments").Str; got != `{"selector":"#a"}` {
+		t.Errorf("arguments %q: %s", got, body)
+	}
+	reask := up.requests()[1].Body
+	if tc := gjson.GetBytes(reask, `messages.#(role=="assistant").tool_calls.0`); tc.Get("function.name").Str != "click" || tc.Get("id").Str == "" {
+		t.Errorf("the re-ask shows the model its call as %s", tc.Raw)
+	}
+}
+
+// TestTextCallsStreamSplitAtEveryByte: however the network cuts a stream
+// whose content holds a call written as text, the client gets the text
+// around it as content and the call as a real call; and a stream of plain
+// text with tools declared passes as it came.
+func TestTextCallsStreamSplitAtEveryByte(t *testing.T) {
+	content := "Sure — let me click <b>it</b>.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"element\": \"#a\"}}</tool_call>"
+	stream := strings.Join(fake.Chat.Events(fake.Reply{Text: content}, 5), "")
+	var split atomic.Int64
+	up := newUpstream(t)
+	up.handle = func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		at := int(split.Load())
+		w.Write([]byte(stream[:at]))
+		w.(http.Flusher).Flush()
+		w.Write([]byte(stream[at:]))
+	}
+	srv, _ := guard(t, up, nil)
+	want := assembled{
+		Content: map[int]string{0: "Sure — let me click <b>it</b>.\n"},
+		Calls:   map[int][]string{0: {`call_text_0_0 click {"selector":"#a"}`}},
+		Finish:  map[int]string{0: "tool_calls"},
+		Usage:   `{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}`,
+		Comment: ": toolguard outcome=repaired reasks=0",
+		Done:    true,
+	}
+	for at := 0; at <= len(stream); at++ {
+		split.Store(int64(at))
+		_, body := post(t, srv, "/v1/chat/completions", clickRequest(`,"stream":true`))
+		if diff := cmp.Diff(assemble(t, body), want); diff != "" {
+			t.Fatalf("split at byte %d (-got +want):\n%s", at, diff)
+		}
+	}
+
+	// Text without the first byte of any marker is never held: it goes out
+	// as it came. Text with one ([, {, <) may wait for a few bytes, and
+	// goes out whole.
+	plain := strings.Join(fake.Chat.Events(fake.Reply{Text: "No call here, just plain text about clicking."}, 5), "")
+	up2 := newUpstream(t, reply{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: plain})
+	srv2, _ := guard(t, up2, nil)
+	if _, body := post(t, srv2, "/v1/chat/completions", clickRequest(`,"stream":true`)); string(body) != plain {
+		t.Errorf("plain text changed:\n got %s\nwant %s", body, plain)
+	}
+	marks := "No call here: just [text] with {braces} and <tags>."
+	up3 := newUpstream(t, reply{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: strings.Join(fake.Chat.Events(fake.Reply{Text: marks}, 5), "")})
+	srv3, _ := guard(t, up3, nil)
+	_, body := post(t, srv3, "/v1/chat/completions", clickRequest(`,"stream":true`))
+	if a := assemble(t, body); a.Content[0] != marks || len(a.Calls) != 0 {
+		t.Errorf("text with markers' first bytes: content %q, calls %v", a.Content[0], a.Calls)
+	}
+}
