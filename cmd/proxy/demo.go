@@ -17,21 +17,33 @@ import (
 
 // demoCase is one scripted model behaviour: the arguments it sends first and,
 // when re-asked, the ones it sends next ("" means it repeats itself), on
-// Chat Completions unless responses is set.
+// Chat Completions unless kind says otherwise.
 type demoCase struct {
 	name, first, second string
-	responses           bool
+	kind                demoKind
 }
 
+// What a demo case asks and the model answers.
+type demoKind int
+
+const (
+	demoChat       demoKind = iota // a click call
+	demoResponses                  // a click call, on the Responses API
+	demoStructured                 // JSON content under a response_format
+	demoTextCall                   // a click call written as text
+)
+
 var demoCases = []demoCase{
-	{"a valid call", `{"selector":"#submit"}`, "", false},
-	{"a bare string where an object is declared", `"myCoolButton"`, "", false},
-	{"a near-miss key", `{"element":"myCoolButton"}`, "", false},
-	{"truncated JSON", `{"selector": "myCoolButton"`, "", false},
-	{"JSON fenced in markdown", "```json\n{\"selector\": \"myCoolButton\"}\n```", "", false},
-	{"a missing required field, fixed when re-asked", `{}`, `{"selector":"#login"}`, false},
-	{"a model that never corrects itself", `{}`, "", false},
-	{"the Responses API: a missing required field, fixed when re-asked", `{}`, `{"selector":"#login"}`, true},
+	{"a valid call", `{"selector":"#submit"}`, "", demoChat},
+	{"a bare string where an object is declared", `"myCoolButton"`, "", demoChat},
+	{"a near-miss key", `{"element":"myCoolButton"}`, "", demoChat},
+	{"truncated JSON", `{"selector": "myCoolButton"`, "", demoChat},
+	{"JSON fenced in markdown", "```json\n{\"selector\": \"myCoolButton\"}\n```", "", demoChat},
+	{"a missing required field, fixed when re-asked", `{}`, `{"selector":"#login"}`, demoChat},
+	{"a model that never corrects itself", `{}`, "", demoChat},
+	{"the Responses API: a missing required field, fixed when re-asked", `{}`, `{"selector":"#login"}`, demoResponses},
+	{"structured output: JSON content fenced, with a trailing comma", "```json\n{\"button\": \"#login\", \"clicks\": 1,}\n```", "", demoStructured},
+	{"a call written as text (Hermes format)", `<tool_call>{"name": "click", "arguments": {"element": "#login"}}</tool_call>`, "", demoTextCall},
 }
 
 const clickParameters = `{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"],"additionalProperties":false}`
@@ -42,6 +54,9 @@ const (
 		`"tools":[{"type":"function","function":{"name":"click","description":"Click an element","parameters":` + clickParameters + `}}]}`
 	demoResponsesRequest = `{"model":"demo-model","input":"Click the button.",` +
 		`"tools":[{"type":"function","name":"click","description":"Click an element","parameters":` + clickParameters + `}]}`
+	demoStructuredRequest = `{"model":"demo-model","messages":[{"role":"user","content":"Which button, how many clicks?"}],` +
+		`"response_format":{"type":"json_schema","json_schema":{"name":"plan","strict":true,"schema":{"type":"object",` +
+		`"properties":{"button":{"type":"string"},"clicks":{"type":"integer"}},"required":["button","clicks"],"additionalProperties":false}}}}`
 )
 
 // runDemo starts a scripted upstream and toolguard in front of it, both on
@@ -65,11 +80,14 @@ func runDemo(ctx context.Context, cfg policy.Config, out io.Writer) error {
 	defer guard.Close()
 
 	fmt.Fprintf(out, "toolguard demo: mode=%s, max re-asks=%d, on failure=%s\n", cfg.Mode, cfg.MaxReasks, cfg.OnFailure)
-	fmt.Fprintf(out, "tool declared: click({\"selector\": string}, required)\n\n")
+	fmt.Fprintf(out, "tool declared: click({\"selector\": string}, required); response format (case 9): {\"button\": string, \"clicks\": integer}\n\n")
 	for i, c := range demoCases {
 		path, body, args := "/v1/chat/completions", demoRequest, "choices.0.message.tool_calls.0.function.arguments"
-		if c.responses {
+		switch c.kind {
+		case demoResponses:
 			path, body, args = "/v1/responses", demoResponsesRequest, `output.#(type=="function_call").arguments`
+		case demoStructured:
+			body, args = demoStructuredRequest, "choices.0.message.content"
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+guard.Addr().String()+path, strings.NewReader(body))
 		if err != nil {
@@ -94,7 +112,11 @@ func runDemo(ctx context.Context, cfg policy.Config, out io.Writer) error {
 		fmt.Fprintf(out, "   client received: HTTP %d, outcome=%s, re-asks=%s, repairs=%s\n", resp.StatusCode,
 			resp.Header.Get("X-Toolguard-Outcome"), resp.Header.Get("X-Toolguard-Reasks"), resp.Header.Get("X-Toolguard-Repairs"))
 		if resp.StatusCode == http.StatusOK {
-			fmt.Fprintf(out, "                    arguments %s\n\n", gjson.GetBytes(got, args).String())
+			label := "arguments"
+			if c.kind == demoStructured {
+				label = "content"
+			}
+			fmt.Fprintf(out, "                    %s %s\n\n", label, gjson.GetBytes(got, args).String())
 		} else {
 			fmt.Fprintf(out, "                    error %s\n\n", gjson.GetBytes(got, "error.message").String())
 		}
@@ -120,8 +142,12 @@ func scriptedModel(w http.ResponseWriter, r *http.Request) {
 	if f.Reasked(body) && c.second != "" {
 		args = c.second
 	}
+	reply := fake.Reply{Model: "demo-model", Calls: []fake.Call{{ID: "call_1", Name: "click", Args: args}}, In: 20, Out: 10}
+	if c.kind == demoStructured || c.kind == demoTextCall {
+		reply.Text, reply.Calls = args, nil
+	}
 	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, f.JSON(fake.Reply{Model: "demo-model", Calls: []fake.Call{{ID: "call_1", Name: "click", Args: args}}, In: 20, Out: 10}))
+	io.WriteString(w, f.JSON(reply))
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
