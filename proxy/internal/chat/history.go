@@ -11,7 +11,7 @@ import (
 // unchanged, byte for byte, when nothing needed mending.
 func MendHistory(body []byte) ([]byte, []repair.Edit, error) {
 	m := ladder.NewHistoryMender()
-	gjson.GetBytes(body, "messages").ForEach(func(_, msg gjson.Result) bool {
+	readTop(body).messages.ForEach(func(_, msg gjson.Result) bool {
 		if msg.Get("role").String() != "assistant" {
 			return true
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
@@ -24,7 +26,7 @@ func Read(body []byte) error {
 	if len(body) > 0 && body[firstNonSpace(body)] != '{' {
 		return wire.RequestUnreadable(errors.New("the body is not a JSON object"))
 	}
-	if ae := checkDeclarations(body); ae != nil {
+	if ae := checkDeclarations(readTop(body)); ae != nil {
 		return ae
 	}
 	return nil
@@ -48,6 +50,7 @@ type Request struct {
 	tools *ladder.Tools
 	// legacy: the tools are declared with the legacy "functions" field.
 	legacy bool
+	model  string
 	// output stands for the content when the request declares a JSON
 	// response_format (see ladder.OutputTool); nil otherwise.
 	output *ladder.Tool
@@ -57,9 +60,10 @@ type Request struct {
 // and, if output is set, its JSON response_format. It returns nil when the
 // request declares neither: nothing is then inspected.
 func NewRequest(body []byte, output bool) *Request {
-	q := &Request{Body: body, tools: &ladder.Tools{}}
+	t := readTop(body)
+	q := &Request{Body: body, tools: &ladder.Tools{}, model: strings.Clone(t.model.Str)}
 	if output {
-		q.output = responseFormat(body)
+		q.output = responseFormat(t.responseFormat)
 	}
 	add := func(fn gjson.Result) {
 		n := fn.Get("name")
@@ -72,7 +76,7 @@ func NewRequest(body []byte, output bool) *Request {
 		}
 		q.tools.Add(n.Str, params)
 	}
-	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
+	t.tools.ForEach(func(_, t gjson.Result) bool {
 		if typ := t.Get("type"); !typ.Exists() || typ.String() == "function" {
 			add(t.Get("function"))
 		}
@@ -80,7 +84,7 @@ func NewRequest(body []byte, output bool) *Request {
 	})
 	if q.tools.Len() == 0 {
 		q.legacy = true
-		gjson.GetBytes(body, "functions").ForEach(func(_, fn gjson.Result) bool {
+		t.functions.ForEach(func(_, fn gjson.Result) bool {
 			add(fn)
 			return true
 		})
@@ -94,8 +98,7 @@ func NewRequest(body []byte, output bool) *Request {
 // responseFormat returns the tool that stands for the content under the
 // request's response_format: its json_schema's schema, or any object for
 // json_object; nil for text or none.
-func responseFormat(body []byte) *ladder.Tool {
-	rf := gjson.GetBytes(body, "response_format")
+func responseFormat(rf gjson.Result) *ladder.Tool {
 	switch rf.Get("type").Str {
 	case "json_schema":
 		schema := []byte(`{}`)
@@ -110,7 +113,7 @@ func responseFormat(body []byte) *ladder.Tool {
 }
 
 // Model is the model the request names.
-func (q *Request) Model() string { return gjson.GetBytes(q.Body, "model").Str }
+func (q *Request) Model() string { return q.model }
 
 // checkDeclarations refuses a chat request whose function tools toolguard
 // could read differently from the upstream or the client:
@@ -126,14 +129,14 @@ func (q *Request) Model() string { return gjson.GetBytes(q.Body, "model").Str }
 //     (toolguard would not declare it, an upstream may);
 //   - two functions of one name: toolguard checks calls against the first,
 //     a client that keys its tools by name (most do) runs the last.
-func checkDeclarations(body []byte) *wire.Error {
+func checkDeclarations(t top) *wire.Error {
 	ambiguous := func(msg string) *wire.Error {
 		return &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_ambiguous", Msg: msg}
 	}
 	invalid := func(msg string) *wire.Error {
 		return &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_invalid", Msg: msg}
 	}
-	tools, functions := gjson.GetBytes(body, "tools"), gjson.GetBytes(body, "functions")
+	tools, functions := t.tools, t.functions
 	notArray := func(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null && !v.IsArray() }
 	if notArray(tools) {
 		return ambiguous("tools must be an array")
@@ -190,3 +193,32 @@ func (q *Request) Stateful() string { return "" }
 
 // Tools are the functions the request declares.
 func (q *Request) Tools() *ladder.Tools { return q.tools }
+
+// top is the members of a request that toolguard reads, found in one pass
+// over the body: each lookup of a member after a long messages array would
+// otherwise skip over all of it again.
+type top struct {
+	model, messages, tools, functions, responseFormat gjson.Result
+}
+
+// The results point into body (gjson.ParseBytes would copy it whole), which
+// is never changed in place: patches build new bodies.
+func readTop(body []byte) top {
+	var t top
+	gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body))).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "model":
+			t.model = v
+		case "messages":
+			t.messages = v
+		case "tools":
+			t.tools = v
+		case "functions":
+			t.functions = v
+		case "response_format":
+			t.responseFormat = v
+		}
+		return true
+	})
+	return t
+}
