@@ -72,7 +72,7 @@ var responsesFormat = format{
 	read:        responses.Read,
 	mendHistory: responses.MendHistory,
 	open: func(body []byte, output bool) request {
-		if q := responses.NewRequest(body); q != nil {
+		if q := responses.NewRequest(body, output); q != nil {
 			return q
 		}
 		return nil

@@ -446,3 +446,66 @@ func TestResponsesFallbackAndHistory(t *testing.T) {
 		t.Errorf("history arguments went upstream as %q, want mended", args)
 	}
 }
+
+// TestResponsesTextFormat: a JSON text.format on /v1/responses gets the
+// guarantees of a chat response_format.
+func TestResponsesTextFormat(t *testing.T) {
+	const want = `{"city":"Paris","temperature":21}`
+	format := `,"text":{"format":{"type":"json_schema","name":"weather","strict":true,"schema":` +
+		`{"type":"object","properties":{"city":{"type":"string"},"temperature":{"type":"number"}},"required":["city","temperature"],"additionalProperties":false}}}`
+	req := `{"model":"gpt-test","input":"The weather in Paris?"` + format + `}`
+	for _, tc := range []struct {
+		name, text, corrected string
+		status                int
+		outcome               string
+	}{
+		{"valid", want, "", 200, "valid"},
+		{"fenced", "```json\n" + want + "\n```", "", 200, "repaired"},
+		{"missing-required", `{"city":"Paris"}`, want, 200, "reasked"},
+		{"never-corrects", `{"city":"Paris"}`, `{"city":"Paris"}`, 400, "failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t)
+			up.handle = func(w http.ResponseWriter, r *http.Request, i int) {
+				text := tc.text
+				if strings.Contains(string(up.requests()[i].Body), "not valid for the requested response format") {
+					text = tc.corrected
+				}
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, fake.Responses.JSON(fake.Reply{Text: text}))
+			}
+			srv, _ := guard(t, up, nil)
+			resp, body := post(t, srv, "/v1/responses", req)
+			if resp.StatusCode != tc.status || header(resp, "X-Toolguard-Outcome") != tc.outcome {
+				t.Fatalf("status %d outcome %q, want %d %s: %s", resp.StatusCode, header(resp, "X-Toolguard-Outcome"), tc.status, tc.outcome, body)
+			}
+			if tc.status == 400 {
+				if gjson.GetBytes(body, "error.code").Str != "output_invalid" {
+					t.Errorf("failure %s", body)
+				}
+				return
+			}
+			if got := compact(mustJSON(t, body).Get(`output.#(type=="message").content.0.text`).Str); got != want {
+				t.Errorf("text %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// TestResponsesTextCalls: a call written as text in a response's message
+// becomes a function_call item.
+func TestResponsesTextCalls(t *testing.T) {
+	up := newUpstream(t, reply{Body: fake.Responses.JSON(fake.Reply{Text: "Clicking now.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"element\": \"#a\"}}</tool_call>"})})
+	srv, _ := guard(t, up, nil)
+	resp, body := post(t, srv, "/v1/responses", responsesRequest(""))
+	if resp.StatusCode != 200 || header(resp, "X-Toolguard-Outcome") != "repaired" {
+		t.Fatalf("status %d outcome %q: %s", resp.StatusCode, header(resp, "X-Toolguard-Outcome"), body)
+	}
+	out := mustJSON(t, body)
+	if diff := cmp.Diff(responseCalls(out), []string{`call_text_0_0 click {"selector":"#a"}`}); diff != "" {
+		t.Errorf("calls (-got +want):\n%s\n%s", diff, body)
+	}
+	if text := out.Get(`output.#(type=="message").content.0.text`).Str; text != "Clicking now." {
+		t.Errorf("text left %q", text)
+	}
+}

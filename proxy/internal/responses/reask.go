@@ -92,6 +92,15 @@ func namespaced(body []byte, key string) bool {
 func feedback(t *ladder.Turn, attempt int) ([]string, error) {
 	var out []string
 	calls := t.Last
+	if w := turnOf(t); w.output {
+		// The text: the model is shown what it wrote and told what is
+		// wrong with it.
+		text := ladder.Reminder(t)
+		if len(calls) > 0 {
+			text = ladder.OutputFeedback(calls[0])
+		}
+		return []string{`{"type":"message","role":"assistant","content":` + wire.Quote(w.lastText) + `}`, userMessage(text)}, nil
+	}
 	if len(calls) == 0 {
 		// The model's last answer had no calls: remind it of the ones that
 		// are still invalid.
@@ -140,10 +149,15 @@ func (q *Request) Answer(tt *ladder.Turn, reply []byte) (ladder.Answer, error) {
 		return ladder.Answer{}, fmt.Errorf("the upstream's reply is malformed: output is not an array")
 	}
 	var sent []ladder.Sent
-	if err := sentOf(output, func(s ladder.Sent) bool { sent = append(sent, s); return true }); err != nil {
+	t := turnOf(tt)
+	if t.output {
+		if at, ok := textOf(output); ok {
+			sent = append(sent, ladder.Sent{Name: ladder.OutputTool, Tool: q.output, Args: wire.Quote(at.text)})
+			t.lastText = at.text
+		}
+	} else if err := sentOf(output, func(s ladder.Sent) bool { sent = append(sent, s); return true }); err != nil {
 		return ladder.Answer{}, fmt.Errorf("the upstream's reply is malformed: %w", err)
 	}
-	t := turnOf(tt)
 	t.history, t.pending = t.pending, nil
 	return ladder.Answer{Sent: sent, CutOff: cutOff(resp)}, nil
 }

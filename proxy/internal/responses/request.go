@@ -18,7 +18,7 @@ const Path = "/responses"
 var (
 	toolShape = wire.Shape{"type": nil, "name": nil, "parameters": nil, "strict": nil, "description": nil}
 	itemShape = wire.Shape{
-		"type": nil, "id": nil, "role": nil, "content": nil, "status": nil,
+		"type": nil, "id": nil, "role": nil, "content": partShape, "status": nil,
 		"call_id": nil, "name": nil, "namespace": nil, "arguments": nil, "output": nil,
 	}
 	requestShape = wire.Shape{
@@ -27,6 +27,7 @@ var (
 		"conversation": nil, "store": nil, "background": nil,
 		"text": wire.Shape{"format": wire.Shape{"type": nil, "name": nil, "schema": nil, "strict": nil}},
 	}
+	partShape     = wire.Shape{"type": nil, "text": nil, "refusal": nil}
 	usageShape    = wire.Shape{"input_tokens": nil, "output_tokens": nil, "total_tokens": nil}
 	responseShape = wire.Shape{
 		"id": nil, "model": nil, "status": nil, "output": itemShape, "usage": usageShape, "error": nil,
@@ -154,21 +155,47 @@ func declared(body []byte) (*ladder.Tools, error) {
 type Request struct {
 	Body  []byte
 	tools *ladder.Tools
+	// output stands for the text when the request declares a JSON
+	// text.format (see ladder.OutputTool); nil otherwise.
+	output *ladder.Tool
 }
 
-// NewRequest reads the function tools of a request (checked by Read). It
-// returns nil when there is nothing to inspect: no function tools, or a
-// background response, which the client fetches later by its id, outside
-// any request toolguard sees.
-func NewRequest(body []byte) *Request {
+// NewRequest reads the function tools of a request (checked by Read) and,
+// if output is set, its JSON text.format. It returns nil when there is
+// nothing to inspect: neither, or a background response, which the client
+// fetches later by its id, outside any request toolguard sees.
+func NewRequest(body []byte, output bool) *Request {
 	if gjson.GetBytes(body, "background").Bool() {
 		return nil
 	}
 	ts, err := declared(body)
-	if err != nil || ts.Len() == 0 {
+	if err != nil {
 		return nil
 	}
-	return &Request{Body: body, tools: ts}
+	q := &Request{Body: body, tools: ts}
+	if output {
+		q.output = textFormat(gjson.GetBytes(body, "text.format"))
+	}
+	if ts.Len() == 0 && q.output == nil {
+		return nil
+	}
+	return q
+}
+
+// textFormat returns the tool that stands for the text under a JSON
+// text.format: its schema, or any object for json_object; nil otherwise.
+func textFormat(f gjson.Result) *ladder.Tool {
+	switch f.Get("type").Str {
+	case "json_schema":
+		schema := []byte(`{}`)
+		if s := f.Get("schema"); s.IsObject() || s.IsBool() {
+			schema = []byte(s.Raw)
+		}
+		return &ladder.Tool{Name: ladder.OutputTool, Params: schema}
+	case "json_object":
+		return &ladder.Tool{Name: ladder.OutputTool, Params: []byte(`{"type":"object"}`)}
+	}
+	return nil
 }
 
 // Tools are the functions the request declares.

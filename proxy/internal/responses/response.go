@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -27,6 +28,17 @@ type turn struct {
 	// The input items the re-asks have added so far, and those of the
 	// re-ask in flight.
 	history, pending []string
+
+	// text is where the output's text is (see textOf), for a turn whose
+	// calls stand for it: output, the text under a JSON text.format;
+	// converted, calls written in it (rest is the text left around them).
+	text      textAt
+	output    bool
+	converted bool
+	rest      string
+	// lastText is the model's last text, for the next re-ask of an output
+	// turn.
+	lastText string
 }
 
 func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
@@ -83,6 +95,20 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 	}); err != nil || perr != nil {
 		return nil, cmpErr(err, perr)
 	}
+	t := &turn{}
+	if len(calls) == 0 {
+		if at, ok := textOf(output); ok {
+			if found := x.ReadTextCalls(at.text, 0); found.Sent != nil {
+				for _, s := range found.Sent {
+					calls = append(calls, x.Check(s, 0, true, cut))
+				}
+				t.converted, t.rest, t.text = true, found.Rest, at
+			} else if q.output != nil {
+				calls = append(calls, x.Check(ladder.Sent{Name: ladder.OutputTool, Tool: q.output, Args: wire.Quote(at.text)}, 0, true, cut))
+				t.output, t.text, t.lastText = true, at, at.text
+			}
+		}
+	}
 	if len(calls) == 0 {
 		return nil, nil
 	}
@@ -90,7 +116,7 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 		return nil, errors.New("the position of output in the body is unknown")
 	}
 	x.Calls = append(x.Calls, calls...)
-	t := &turn{first: calls, start: output.Index, end: output.Index + len(output.Raw)}
+	t.first, t.start, t.end = calls, output.Index, output.Index+len(output.Raw)
 	t.Turn = ladder.Turn{Calls: calls, Last: calls, Wire: t}
 	return []*ladder.Turn{&t.Turn}, nil
 }
@@ -100,6 +126,41 @@ func cmpErr(a, b error) error {
 		return a
 	}
 	return b
+}
+
+// textAt is the text of a response's output: the one output_text part of
+// its one assistant message item.
+type textAt struct {
+	text       string
+	item, part int
+}
+
+// textOf finds the text of an output that holds one assistant message
+// with one output_text part (and no refusal), as a reply to a request
+// for JSON or with tools declared does; ok is false otherwise.
+func textOf(output gjson.Result) (textAt, bool) {
+	var at textAt
+	found := 0
+	output.ForEach(func(i, item gjson.Result) bool {
+		if item.Get("type").Str != "message" {
+			return true
+		}
+		found++
+		item.Get("content").ForEach(func(j, part gjson.Result) bool {
+			switch part.Get("type").Str {
+			case "output_text":
+				if t := part.Get("text"); t.Type == gjson.String {
+					at = textAt{text: t.Str, item: int(i.Int()), part: int(j.Int())}
+					found += 10
+				}
+			case "refusal":
+				found += 100
+			}
+			return true
+		})
+		return true
+	})
+	return at, found == 11
 }
 
 // sentOf reads the function_call items of an output array, handing each
@@ -211,6 +272,9 @@ func (q *Request) Write(first []byte, turns []*ladder.Turn, replies [][]byte) ([
 // whether it differs from what the model sent.
 func rewrite(first []byte, tt *ladder.Turn) ([]byte, bool, error) {
 	t := turnOf(tt)
+	if t.output || t.converted {
+		return rewriteText(first, tt)
+	}
 	dirty := tt.Touched
 	keep := map[*ladder.Call]bool{}
 	for _, c := range tt.Calls {
@@ -270,4 +334,51 @@ func rewrite(first []byte, tt *ladder.Turn) ([]byte, bool, error) {
 // for calls passed on as the model sent them.
 func (q *Request) SumUsage(first []byte, replies [][]byte) ([]byte, error) {
 	return wire.SumUsage(first, "usage", replies)
+}
+
+// rewriteText returns the output array of a turn whose calls stand for its
+// text: the text as the ladder made it (under a JSON text.format), or the
+// calls read from it as function_call items after the text left around
+// them (the message is dropped when no text is left). A turn with no valid
+// call stays as the model sent it.
+func rewriteText(first []byte, tt *ladder.Turn) ([]byte, bool, error) {
+	t := turnOf(tt)
+	var valid []*ladder.Call
+	for _, c := range tt.Calls {
+		if c.Valid() {
+			valid = append(valid, c)
+		}
+	}
+	if len(valid) == 0 || (t.output && !valid[0].Changed() && valid[0].Attempt == 0) {
+		return nil, false, nil
+	}
+	var items []string
+	var err error
+	gjson.ParseBytes(first[t.start:t.end]).ForEach(func(i, it gjson.Result) bool {
+		if int(i.Int()) != t.text.item {
+			items = append(items, it.Raw)
+			return true
+		}
+		path := "content." + strconv.Itoa(t.text.part) + ".text"
+		var s string
+		switch {
+		case t.output:
+			s, err = sjson.Set(it.Raw, path, string(valid[0].Args))
+			items = append(items, s)
+		case strings.TrimSpace(t.rest) != "":
+			s, err = sjson.Set(it.Raw, path, t.rest)
+			items = append(items, s)
+		}
+		if t.converted && err == nil {
+			for k, c := range valid {
+				items = append(items, `{"id":"fc_text_`+strconv.Itoa(k)+`","type":"function_call","status":"completed","arguments":`+
+					wire.Quote(string(c.Args))+`,"call_id":`+wire.Quote(c.ID)+`,"name":`+wire.Quote(c.ToolName())+`}`)
+			}
+		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("write the output's text: %w", err)
+	}
+	return []byte("[" + strings.Join(items, ",") + "]"), true, nil
 }
