@@ -464,31 +464,62 @@ func TestResponsesTextFormat(t *testing.T) {
 		{"missing-required", `{"city":"Paris"}`, want, 200, "reasked"},
 		{"never-corrects", `{"city":"Paris"}`, `{"city":"Paris"}`, 400, "failed"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			up := newUpstream(t)
-			up.handle = func(w http.ResponseWriter, r *http.Request, i int) {
-				text := tc.text
-				if strings.Contains(string(up.requests()[i].Body), "not valid for the requested response format") {
-					text = tc.corrected
-				}
-				w.Header().Set("Content-Type", "application/json")
-				io.WriteString(w, fake.Responses.JSON(fake.Reply{Text: text}))
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
+				testTextFormat(t, req, tc.text, tc.corrected, tc.status, tc.outcome, want, stream)
+			})
+		}
+	}
+}
+
+func testTextFormat(t *testing.T, req, text, corrected string, status int, outcome, want string, stream bool) {
+	up := newUpstream(t)
+	up.handle = func(w http.ResponseWriter, r *http.Request, i int) {
+		body := up.requests()[i].Body
+		reply := fake.Reply{Text: text}
+		if strings.Contains(string(body), "not valid for the requested response format") {
+			reply.Text = corrected
+		}
+		if gjson.GetBytes(body, "stream").Bool() {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, strings.Join(fake.Responses.Events(reply, 6), ""))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, fake.Responses.JSON(reply))
+	}
+	srv, _ := guard(t, up, nil)
+	if stream {
+		req = strings.Replace(req, `"input"`, `"stream":true,"input"`, 1)
+	}
+	resp, body := post(t, srv, "/v1/responses", req)
+	if stream {
+		s := readResponseStream(t, body)
+		if status == 400 {
+			if s.errCode != "output_invalid" {
+				t.Errorf("stream error %q, want output_invalid:\n%s", s.errCode, body)
 			}
-			srv, _ := guard(t, up, nil)
-			resp, body := post(t, srv, "/v1/responses", req)
-			if resp.StatusCode != tc.status || header(resp, "X-Toolguard-Outcome") != tc.outcome {
-				t.Fatalf("status %d outcome %q, want %d %s: %s", resp.StatusCode, header(resp, "X-Toolguard-Outcome"), tc.status, tc.outcome, body)
-			}
-			if tc.status == 400 {
-				if gjson.GetBytes(body, "error.code").Str != "output_invalid" {
-					t.Errorf("failure %s", body)
-				}
-				return
-			}
-			if got := compact(mustJSON(t, body).Get(`output.#(type=="message").content.0.text`).Str); got != want {
-				t.Errorf("text %s, want %s", got, want)
-			}
-		})
+			return
+		}
+		if got := compact(s.completed.Get(`output.#(type=="message").content.0.text`).Str); got != want {
+			t.Errorf("text %s, want %s\n%s", got, want, body)
+		}
+		if !strings.Contains(s.comment, "outcome="+outcome) {
+			t.Errorf("comment %q, want outcome %s", s.comment, outcome)
+		}
+		return
+	}
+	if resp.StatusCode != status || header(resp, "X-Toolguard-Outcome") != outcome {
+		t.Fatalf("status %d outcome %q, want %d %s: %s", resp.StatusCode, header(resp, "X-Toolguard-Outcome"), status, outcome, body)
+	}
+	if status == 400 {
+		if gjson.GetBytes(body, "error.code").Str != "output_invalid" {
+			t.Errorf("failure %s", body)
+		}
+		return
+	}
+	if got := compact(mustJSON(t, body).Get(`output.#(type=="message").content.0.text`).Str); got != want {
+		t.Errorf("text %s, want %s", got, want)
 	}
 }
 

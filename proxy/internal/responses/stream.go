@@ -38,6 +38,11 @@ const (
 type stream struct {
 	ladder.Session
 	maxBytes int64
+	// output stands for the text under a JSON text.format: message items
+	// are then held whole until the response ends (messages), checked,
+	// and released.
+	output   *ladder.Tool
+	messages []*heldCall
 	out      *bytes.Buffer
 	done     bool
 	failure  *wire.Error
@@ -80,7 +85,7 @@ var _ wire.Events = (*stream)(nil)
 // NewStream returns the format's handling of a stream's events. What it
 // holds is bounded by maxBytes.
 func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
-	return &stream{Session: s, maxBytes: maxBytes, index: map[int64]int64{}, final: map[int64]string{}, calls: map[int64]*heldCall{}}
+	return &stream{Session: s, maxBytes: maxBytes, output: q.output, index: map[int64]int64{}, final: map[int64]string{}, calls: map[int64]*heldCall{}}
 }
 
 // MayWait implements wire.Events: the terminal events settle calls and may
@@ -187,6 +192,10 @@ func (r *stream) handle(ev []byte) {
 	case "response.output_item.added":
 		if e.Get("item.type").Str == "function_call" {
 			r.addCall(ev, e)
+			return
+		}
+		if r.output != nil && e.Get("item.type").Str == "message" {
+			r.addMessage(ev, e)
 			return
 		}
 	}
@@ -428,6 +437,20 @@ func (r *stream) finish(ev []byte, e gjson.Result) {
 		hc.call = x.Check(s, 0, true, cutOff(resp))
 		calls = append(calls, hc.call)
 		waiting = append(waiting, hc)
+	}
+	if len(r.messages) > 0 {
+		// The text under a JSON text.format: checked when the response
+		// made no calls, released as it came otherwise.
+		if len(r.order) == 0 {
+			r.settleText(resp)
+		} else {
+			for _, hc := range r.messages {
+				r.releaseHeld(hc)
+			}
+		}
+		if r.done {
+			return
+		}
 	}
 	if len(waiting) > 0 {
 		r.settle(calls, released, waiting)
