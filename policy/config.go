@@ -128,6 +128,10 @@ type Config struct {
 	// LogArguments false keeps every argument value out of the logs: the raw
 	// arguments of invalid calls and the values quoted in their errors.
 	LogArguments bool `env:"TOOLGUARD_LOG_ARGUMENTS" envDefault:"true"`
+	// LogFlushInterval, when not zero, buffers the log and writes it at
+	// this interval (and when full, and at exit): a write system call per
+	// line saved, the last interval's lines lost if the process is killed.
+	LogFlushInterval time.Duration `env:"TOOLGUARD_LOG_FLUSH_INTERVAL" envDefault:"0s"`
 }
 
 // MaxConcurrentUpstreamLimit bounds TOOLGUARD_MAX_CONCURRENT_UPSTREAM.

@@ -41,6 +41,7 @@ func TestDefaults(t *testing.T) {
 		LogFormat:              "json",
 		LogLevel:               "info",
 		LogArguments:           true,
+		LogFlushInterval:       0,
 	}
 	if diff := cmp.Diff(c, want); diff != "" {
 		t.Errorf("defaults (-got +want):\n%s", diff)

@@ -191,3 +191,41 @@ func BenchmarkFormats(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkContent measures what toolguard adds for a reply's content:
+// plain text scanned for calls written as text (tools declared, none in
+// it) beside the same text with no tools (not inspected), and a structured
+// output (a JSON response_format) valid as received and mended.
+func BenchmarkContent(b *testing.B) {
+	text := strings.Repeat("The button is at the top right of the page, next to the search field. ", 28)
+	const valid, fenced = `{"city":"Paris","temperature":21}`, "```json\n{\"city\":\"Paris\",\"temperature\":21,}\n```"
+	for _, c := range []struct {
+		name, req, content, outcome string
+	}{
+		{"text-without-tools", `{"model":"m","messages":[{"role":"user","content":"Where?"}]}`, text, ""},
+		{"text-scanned-for-calls", clickRequest(""), text, "none"},
+		{"structured-valid", structuredRequest(""), valid, "valid"},
+		{"structured-repaired", structuredRequest(""), fenced, "repaired"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			reply := fake.Chat.JSON(fake.Reply{Text: c.content, In: 82, Out: 17})
+			arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, reply)
+			})
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := client.Post(arms["toolguard"]+"/v1/chat/completions", "application/json", strings.NewReader(c.req))
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || resp.Header.Get("X-Toolguard-Outcome") != c.outcome {
+					b.Fatalf("status %d, outcome %q", resp.StatusCode, resp.Header.Get("X-Toolguard-Outcome"))
+				}
+			}
+		})
+	}
+}

@@ -66,7 +66,13 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	if err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
-	logger, err := newLogger(cfg, stderr)
+	logOut := stderr
+	if cfg.LogFlushInterval > 0 {
+		bl := newBufferedLog(stderr, cfg.LogFlushInterval)
+		defer bl.Close()
+		logOut = bl
+	}
+	logger, err := newLogger(cfg, logOut)
 	if err != nil {
 		return err
 	}
