@@ -88,7 +88,7 @@ type Config struct {
 	ForceToolChoiceOnLastReask bool         `env:"TOOLGUARD_FORCE_TOOL_CHOICE_ON_LAST_REASK" envDefault:"false"`
 	AllowClientOff             bool         `env:"TOOLGUARD_ALLOW_CLIENT_OFF" envDefault:"false"`
 
-	MaxConcurrentUpstream int `env:"TOOLGUARD_MAX_CONCURRENT_UPSTREAM" envDefault:"256"`
+	MaxConcurrentUpstream int `env:"TOOLGUARD_MAX_CONCURRENT_UPSTREAM" envDefault:"1024"`
 
 	// FallbackModel, FallbackUpstreamURL and FallbackUpstreamAPIKey make the
 	// last re-ask go to a stronger model, on another endpoint if a URL is

@@ -23,7 +23,7 @@ func TestDefaults(t *testing.T) {
 		ResponseFormat:         policy.ModeRepair,
 		TextCalls:              policy.TextCallsMarked,
 		SchemaRepair:           true,
-		MaxConcurrentUpstream:  256,
+		MaxConcurrentUpstream:  1024,
 		BreakerFailures:        5,
 		BreakerCooldown:        30 * time.Second,
 		UpstreamConnectTimeout: 10 * time.Second,
