@@ -540,3 +540,18 @@ func TestResponsesTextCalls(t *testing.T) {
 		t.Errorf("text left %q", text)
 	}
 }
+
+// TestResponsesStreamUpstreamFailure: the upstream's own response.failed
+// ends the stream as it is, with no error of toolguard's after it.
+func TestResponsesStreamUpstreamFailure(t *testing.T) {
+	events := fake.Responses.Events(fake.Reply{Calls: []fake.Call{click("call_1", `{"selector":"#a"}`)}}, 4)
+	failed := "event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":" + fmt.Sprint(len(events)-1) +
+		",\"response\":{\"id\":\"resp_fake\",\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"boom\"}}}\n\n"
+	body := strings.Join(events[:len(events)-1], "") + failed
+	up := newUpstream(t, reply{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: body})
+	srv, _ := guard(t, up, nil)
+	_, out := post(t, srv, "/v1/responses", responsesRequest(`,"stream":true`))
+	if s := readResponseStream(t, out); s.errCode != "" || !strings.HasSuffix(string(out), failed) {
+		t.Errorf("error %q; the stream does not end with the upstream's failure:\n%s", s.errCode, out)
+	}
+}

@@ -189,6 +189,12 @@ func (r *stream) handle(ev []byte) {
 	case "response.completed", "response.incomplete":
 		r.finish(ev, e)
 		return
+	case "response.failed", "error":
+		// The upstream's own failure ends the stream: it goes on as it
+		// is, and the calls held with it are dropped.
+		r.emit(ev, e, -1)
+		r.finished = true
+		return
 	case "response.output_item.added":
 		if e.Get("item.type").Str == "function_call" {
 			r.addCall(ev, e)
