@@ -82,12 +82,12 @@ func runDemo(ctx context.Context, cfg policy.Config, out io.Writer) error {
 	fmt.Fprintf(out, "toolguard demo: mode=%s, max re-asks=%d, on failure=%s\n", cfg.Mode, cfg.MaxReasks, cfg.OnFailure)
 	fmt.Fprintf(out, "tool declared: click({\"selector\": string}, required); response format (case 9): {\"button\": string, \"clicks\": integer}\n\n")
 	for i, c := range demoCases {
-		path, body, args := "/v1/chat/completions", demoRequest, "choices.0.message.tool_calls.0.function.arguments"
+		path, body, f := "/v1/chat/completions", demoRequest, fake.Chat
 		switch c.kind {
 		case demoResponses:
-			path, body, args = "/v1/responses", demoResponsesRequest, `output.#(type=="function_call").arguments`
+			path, body, f = "/v1/responses", demoResponsesRequest, fake.Responses
 		case demoStructured:
-			body, args = demoStructuredRequest, "choices.0.message.content"
+			body = demoStructuredRequest
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+guard.Addr().String()+path, strings.NewReader(body))
 		if err != nil {
@@ -112,11 +112,12 @@ func runDemo(ctx context.Context, cfg policy.Config, out io.Writer) error {
 		fmt.Fprintf(out, "   client received: HTTP %d, outcome=%s, re-asks=%s, repairs=%s\n", resp.StatusCode,
 			resp.Header.Get("X-Toolguard-Outcome"), resp.Header.Get("X-Toolguard-Reasks"), resp.Header.Get("X-Toolguard-Repairs"))
 		if resp.StatusCode == http.StatusOK {
-			label := "arguments"
+			text, args := f.Read(got)
 			if c.kind == demoStructured {
-				label = "content"
+				fmt.Fprintf(out, "                    content %s\n\n", text)
+			} else {
+				fmt.Fprintf(out, "                    arguments %s\n\n", args)
 			}
-			fmt.Fprintf(out, "                    %s %s\n\n", label, gjson.GetBytes(got, args).String())
 		} else {
 			fmt.Fprintf(out, "                    error %s\n\n", gjson.GetBytes(got, "error.message").String())
 		}

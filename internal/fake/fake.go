@@ -6,8 +6,11 @@ package fake
 
 import (
 	"encoding/json"
+
 	"strconv"
 	"strings"
+
+	"github.com/tidwall/gjson"
 )
 
 // Call is a tool call the model makes. Args is the arguments text as the
@@ -36,6 +39,9 @@ type Format interface {
 	// Reasked reports whether a request body is toolguard's re-ask: it
 	// carries the feedback on the calls of a previous answer.
 	Reasked(body []byte) bool
+	// Read returns the text and the arguments of the first call of a
+	// non-streamed reply in the format, as a client reads them.
+	Read(reply []byte) (text, args string)
 }
 
 // The formats.
@@ -127,6 +133,11 @@ func (c chat) Events(r Reply, frag int) []string {
 		"data: [DONE]\n\n")
 }
 
+func (chat) Read(reply []byte) (string, string) {
+	msg := gjson.GetBytes(reply, "choices.0.message")
+	return msg.Get("content").Str, msg.Get("tool_calls.0.function.arguments").Str
+}
+
 func (chat) Reasked(body []byte) bool {
 	return contains(body, `"role":"tool"`) || contains(body, `"role":"function"`)
 }
@@ -204,6 +215,11 @@ func (f responses) Events(r Reply, frag int) []string {
 	}
 	ev("response.completed", `,"response":`+f.response(r, "completed", "["+strings.Join(items, ",")+"]", f.usage(r)))
 	return out
+}
+
+func (responses) Read(reply []byte) (string, string) {
+	out := gjson.GetBytes(reply, "output")
+	return out.Get(`#(type=="message").content.0.text`).Str, out.Get(`#(type=="function_call").arguments`).Str
 }
 
 func (responses) Reasked(body []byte) bool {
