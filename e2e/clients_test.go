@@ -54,11 +54,12 @@ func TestClients(t *testing.T) {
 // runClients runs rep's clients in every mode and scenario against fakes
 // that start makes, and publishes the tables.
 func runClients(t *testing.T, rep *report, start func(*testing.T, scenario) *upstream) {
+	scs := rep.scenarioList()
 	for _, c := range rep.clients {
 		t.Run(c.name, func(t *testing.T) {
 			for _, m := range modes {
 				t.Run(m.name, func(t *testing.T) {
-					for _, sc := range scenarios {
+					for _, sc := range scs {
 						t.Run(sc.name, func(t *testing.T) {
 							if c.skip != nil {
 								if why := c.skip(); why != "" {
@@ -116,6 +117,8 @@ type report struct {
 	markers string
 	// clients are the clients run, in the tables' order.
 	clients []client
+	// scenarios are the scenarios they run (nil: scenarios).
+	scenarios []scenario
 
 	mu            sync.Mutex
 	before, after map[row]string
@@ -142,7 +145,7 @@ func (r *report) tables() string {
 	} {
 		fmt.Fprintf(&b, "### %s\n\n| client | scenario | not streamed | streamed |\n| --- | --- | --- | --- |\n", tab.title)
 		for _, c := range r.clients {
-			for _, sc := range scenarios {
+			for _, sc := range r.scenarioList() {
 				ns, ok1 := tab.cells[row{c.name, sc.name, false}]
 				s, ok2 := tab.cells[row{c.name, sc.name, true}]
 				if !ok1 && !ok2 {
@@ -171,4 +174,12 @@ func clip(s string, n int) string {
 		s = string(r[:n-3]) + "..."
 	}
 	return s
+}
+
+// scenarioList is the scenarios the report's clients run.
+func (r *report) scenarioList() []scenario {
+	if r.scenarios == nil {
+		return scenarios
+	}
+	return r.scenarios
 }

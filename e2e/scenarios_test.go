@@ -13,6 +13,9 @@ type scenario struct {
 	wantError bool
 	// wantReasks is how many times toolguard asks the model again.
 	wantReasks int
+	// text, if set, is the model's first answer written as text in the
+	// content, with no tool call: a call written as text.
+	text string
 }
 
 // maxReasks is TOOLGUARD_MAX_REASKS for every toolguard the suite starts.
@@ -31,4 +34,12 @@ var scenarios = []scenario{
 	{name: "truncated-json", first: `{"selector": "myCoolButton"`},
 	{name: "missing-field-reask", first: `{}`, corrected: wantArgs, wantReasks: 1},
 	{name: "never-corrects", first: `{}`, corrected: `{}`, wantError: true, wantReasks: maxReasks},
+}
+
+// textScenarios are models that write their click call as text in the
+// content, as serving stacks without a tool parser return it.
+var textScenarios = []scenario{
+	{name: "hermes-text", text: `<tool_call>{"name": "click", "arguments": {"selector": "myCoolButton"}}</tool_call>`},
+	{name: "hermes-text-near-miss", text: "I'll click it.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"element\": \"myCoolButton\"}}</tool_call>"},
+	{name: "mistral-text", text: `[TOOL_CALLS][{"name": "click", "arguments": {"selector": "myCoolButton"}}]`},
 }

@@ -134,6 +134,9 @@ func (u *upstream) answer(kind string) (int, reply) {
 	n := u.record(kind)
 	switch kind {
 	case kindFirst:
+		if u.sc.text != "" {
+			return n, reply{content: u.sc.text}
+		}
 		return n, reply{callID: fmt.Sprintf("call_%d", n), args: u.sc.first}
 	case kindReask:
 		return n, reply{callID: fmt.Sprintf("call_%d", n), args: u.sc.corrected}

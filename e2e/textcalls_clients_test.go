@@ -1,0 +1,11 @@
+package e2e
+
+import "testing"
+
+// TestTextCallClients runs the click clients against a model that writes
+// its call as text in the content (Hermes and Mistral formats): straight to
+// the model they see a text answer and never call the tool; through
+// toolguard, the call reaches the tool as a real call.
+func TestTextCallClients(t *testing.T) {
+	runClients(t, &report{markers: "text-call tables", clients: clients, scenarios: textScenarios}, startUpstream)
+}
