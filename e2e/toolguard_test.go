@@ -52,10 +52,11 @@ type toolguard struct {
 	stop func()
 }
 
-// startToolguard runs toolguard in front of upstreamURL until the test ends.
+// startToolguard runs toolguard in front of upstreamURL until the test ends,
+// with the suite's settings and env over them.
 // If the test fails, toolguard's log lines are printed with it: each test has
 // its own toolguard, so they are the lines of that test's requests.
-func startToolguard(t *testing.T, upstreamURL string) *toolguard {
+func startToolguard(t *testing.T, upstreamURL string, env ...string) *toolguard {
 	t.Helper()
 	bin, err := buildToolguard()
 	if err != nil {
@@ -72,6 +73,7 @@ func startToolguard(t *testing.T, upstreamURL string) *toolguard {
 		"TOOLGUARD_SHUTDOWN_TIMEOUT=5s",
 		"TOOLGUARD_DRAIN_DELAY=0s",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
