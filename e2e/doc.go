@@ -19,7 +19,10 @@
 //
 // TestResponsesClients does the same on the Responses API (POST
 // /v1/responses) with openai-go, the openai npm package and the AI SDK's
-// openai(model) provider.
+// openai(model) provider; TestTextCallClients with a model that writes its
+// call as text; TestStructuredClients with the clients' structured-output
+// helpers and a model that answers broken JSON; TestReActAgent with a ReAct
+// agent and a model that answers in ReAct text.
 //
 // The Node clients need node on PATH and node/node_modules (npm ci in node/);
 // without them those tests skip and say why.
