@@ -78,6 +78,8 @@ type heldCall struct {
 	// waits: the call could not go out early (not valid as received, or
 	// a call before it waits); it waits for the response's end.
 	waits bool
+	// mixed: its item and its arguments' done event disagree (see sent).
+	mixed bool
 }
 
 var _ wire.Events = (*stream)(nil)
@@ -207,6 +209,13 @@ func (r *stream) handle(ev []byte) {
 	}
 	oi := e.Get("output_index")
 	if !oi.Exists() {
+		if e.Get("item").Exists() || strings.HasPrefix(typ, "response.output_item.") || strings.HasPrefix(typ, "response.function_call_arguments.") {
+			// An item, or its arguments, that clients would file at an
+			// index of their own guessing: toolguard could not tell
+			// whether it is a call it must check.
+			r.fail(wire.MalformedReply(fmt.Errorf("a %s event without an output_index", wire.Clip(typ, 64))))
+			return
+		}
 		r.emit(ev, e, -1)
 		return
 	}
@@ -220,6 +229,16 @@ func (r *stream) handle(ev []byte) {
 		return
 	}
 	if typ == "response.output_item.done" {
+		if _, added := r.index[idx]; !added {
+			r.fail(wire.MalformedReply(fmt.Errorf("an item is done at output_index %d, which was never added", idx)))
+			return
+		}
+		if e.Get("item.type").Str == "function_call" {
+			// Added as another type: clients read the call the done event
+			// carries, which toolguard has not held and checked.
+			r.fail(wire.MalformedReply(fmt.Errorf("the item at output_index %d is done as a function_call, but was added as another type", idx)))
+			return
+		}
 		r.final[idx] = e.Get("item").Raw
 	}
 	if typ == "response.output_item.added" {
@@ -290,8 +309,8 @@ func (r *stream) renumber(e gjson.Result, idx int64) []string {
 		if n, ok := plainIndex(sn); !ok || n != r.seq {
 			patches = append(patches, "sequence_number", strconv.FormatInt(r.seq, 10))
 		}
+		r.seq++
 	}
-	r.seq++
 	if idx >= 0 {
 		if ci, ok := r.index[idx]; ok && ci != idx {
 			patches = append(patches, "output_index", strconv.FormatInt(ci, 10))
@@ -353,14 +372,25 @@ func (r *stream) holdEvent(hc *heldCall, ev []byte, e gjson.Result) {
 // sent is a complete held call as the ladder reads it: the item of its
 // output_item.done, whose arguments are authoritative (some models stream
 // no argument deltas), else the arguments of its .done event.
+//
+// When the two disagree, or the item has no arguments, clients that read
+// one or the other would run different calls: the call cannot go out as
+// the events it came in (mixed is set), and the item it goes out as
+// carries the arguments checked.
 func (hc *heldCall) sent() (ladder.Sent, error) {
 	item := gjson.Parse(hc.item)
 	s, err := sentItem(item)
 	if err != nil {
 		return s, err
 	}
-	if !item.Get("arguments").Exists() && hc.args != "" {
-		s.Args = hc.args
+	if a := item.Get("arguments"); hc.args != "" && (!a.Exists() || a.Raw != hc.args) {
+		hc.mixed = true
+		if !a.Exists() {
+			s.Args = hc.args
+			if s.Raw, err = sjson.SetRaw(s.Raw, "arguments", hc.args); err != nil {
+				return s, err
+			}
+		}
 	}
 	return s, nil
 }
@@ -381,7 +411,7 @@ func (r *stream) releaseReady() {
 			return
 		}
 		c := r.X.Check(s, 0, false, false)
-		if !c.Valid() || c.Changed() || c.Unchecked {
+		if !c.Valid() || c.Changed() || c.Unchecked || hc.mixed {
 			hc.waits = true
 			return
 		}
@@ -466,6 +496,12 @@ func (r *stream) finish(ev []byte, e gjson.Result) {
 	} else {
 		x.Calls = append(x.Calls, calls...)
 	}
+	if !r.changed && !r.completedMatches(resp) {
+		// The terminal response holds a call the stream did not show, or
+		// shows it otherwise: clients that read it would get a call
+		// toolguard did not check. It is rewritten from what was sent.
+		r.changed = true
+	}
 	if !r.changed && len(r.Replies()) == 0 {
 		r.outcome()
 		r.emit(ev, e, -1)
@@ -500,6 +536,21 @@ func (r *stream) finish(ev []byte, e gjson.Result) {
 	r.changed = true
 	r.emit(nil, gjson.ParseBytes(data), -1)
 	r.finished = true
+}
+
+// completedMatches reports whether every function_call item of the
+// terminal response is a call the stream held and sent as it is there.
+func (r *stream) completedMatches(resp gjson.Result) bool {
+	ok := true
+	resp.Get("output").ForEach(func(i, it gjson.Result) bool {
+		if it.Get("type").Str != "function_call" {
+			return true
+		}
+		hc := r.calls[i.Int()]
+		ok = hc != nil && hc.released && hc.item == it.Raw
+		return ok
+	})
+	return ok
 }
 
 // outcome writes the outcome of a stream that held calls, as a comment:
@@ -556,7 +607,7 @@ func (r *stream) settle(calls []*ladder.Call, released map[*ladder.Call]bool, wa
 		switch {
 		case !out[c]:
 			r.changed = true // dropped
-		case !c.Changed() && !c.Unchecked:
+		case !c.Changed() && !c.Unchecked && !hc.mixed:
 			r.releaseHeld(hc)
 		default:
 			r.releaseCall(c, hc.index)
