@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // The click tool of the problem reports: {"selector": string}, required.
@@ -51,8 +53,11 @@ type arm struct {
 	target  string // which server: direct, bare, off, guard, portkey
 	model   string
 	stream  bool
-	history bool   // send longHistory
-	outcome string // X-Toolguard-Outcome expected; "" for none
+	history bool // send longHistory
+	// responses sends the request on the Responses API (POST
+	// /v1/responses), not Chat Completions.
+	responses bool
+	outcome   string // X-Toolguard-Outcome expected; "" for none
 	// base and bare name the arms this one is measured against: its
 	// direct path and its bare reverse proxy.
 	base, bare string
@@ -72,9 +77,40 @@ var allArms = []arm{
 	{name: "history-direct", target: "direct", model: "valid", history: true, base: "history-direct", bare: "history-reverseproxy"},
 	{name: "history-reverseproxy", target: "bare", model: "valid", history: true, base: "history-direct", bare: "history-reverseproxy"},
 	{name: "history-toolguard", target: "guard", model: "valid", history: true, outcome: "valid", base: "history-direct", bare: "history-reverseproxy"},
+	{name: "responses-direct", target: "direct", model: "valid", responses: true, base: "responses-direct", bare: "responses-reverseproxy"},
+	{name: "responses-reverseproxy", target: "bare", model: "valid", responses: true, base: "responses-direct", bare: "responses-reverseproxy"},
+	{name: "responses-toolguard", target: "guard", model: "valid", responses: true, outcome: "valid", base: "responses-direct", bare: "responses-reverseproxy"},
+	{name: "responses-repair", target: "guard", model: "repair", responses: true, outcome: "repaired", base: "responses-direct", bare: "responses-reverseproxy"},
+	// A toolguard built from -baseline, beside the current one.
+	{name: "baseline-valid", target: "baseline", model: "valid", outcome: "valid", base: "direct", bare: "reverseproxy"},
+	{name: "baseline-repair", target: "baseline", model: "repair", outcome: "repaired", base: "direct", bare: "reverseproxy"},
+	{name: "baseline-history", target: "baseline", model: "valid", history: true, outcome: "valid", base: "history-direct", bare: "history-reverseproxy"},
 }
 
-func (a arm) body() string { return chatBody(a.model, a.stream, a.history) }
+// path is where the arm's requests go.
+func (a arm) path() string {
+	if a.responses {
+		return "/v1/responses"
+	}
+	return "/v1/chat/completions"
+}
+
+func (a arm) body() string {
+	if a.responses {
+		return responsesBody(a.model, a.stream)
+	}
+	return chatBody(a.model, a.stream, a.history)
+}
+
+// responsesBody is a Responses request declaring click, flat.
+func responsesBody(model string, stream bool) string {
+	s := ""
+	if stream {
+		s = `,"stream":true`
+	}
+	return `{"model":"` + model + `","input":"Click the login button.","tools":[{"type":"function","name":"click","parameters":` +
+		gjson.Get(clickTools, "0.function.parameters").Raw + `}]` + s + `}`
+}
 
 // headers are sent by every client of the arm: a key (Portkey forwards it),
 // and for Portkey the provider and the fake model's address.

@@ -61,6 +61,7 @@ type config struct {
 	profile   string
 	keep      bool
 	toolguard string // extra KEY=VALUE settings for the toolguard arms
+	baseline  string // a git revision whose toolguard runs beside the current one
 }
 
 func runCompare(ctx context.Context, args []string) error {
@@ -82,6 +83,7 @@ func runCompare(ctx context.Context, args []string) error {
 	fs.StringVar(&c.profile, "profile", "", "directory: run the toolguard arms on a build that writes cpu.prof and allocs.prof there when it stops")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (binaries, logs, scripts)")
 	fs.StringVar(&c.toolguard, "toolguard-env", "", "comma-separated KEY=VALUE settings added to the toolguard arms' environment")
+	fs.StringVar(&c.baseline, "baseline", "", "a git revision: also build toolguard there and run its valid, repair and history arms (baseline-*) beside the current ones")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -127,7 +129,7 @@ func runCompare(ctx context.Context, args []string) error {
 
 	rep := &report{cfg: c, arms: arms, env: env, results: map[string]*armResults{}, tick: tick}
 	for _, a := range arms {
-		url := servers[a.target] + "/v1/chat/completions"
+		url := servers[a.target] + a.path()
 		if err := check(ctx, a, url, a.headers(servers["direct"])); err != nil {
 			return err
 		}
@@ -214,7 +216,7 @@ func pickArms(c config) ([]arm, error) {
 	if c.arms == "" {
 		var out []arm
 		for _, a := range allArms {
-			if a.target == "portkey" && !c.portkey {
+			if (a.target == "portkey" && !c.portkey) || (a.target == "baseline" && c.baseline == "") {
 				continue
 			}
 			out = append(out, a)
@@ -248,6 +250,7 @@ func pickArms(c config) ([]arm, error) {
 type environment struct {
 	root, tmp                  string
 	toolguard, upstream, proxy string // binaries
+	baseline                   string // toolguard built at -baseline, if set
 	portkeyDir                 string
 }
 
@@ -282,6 +285,18 @@ func setup(ctx context.Context, c config, root, tmp string, arms []arm) (environ
 		fmt.Fprintln(os.Stderr, "building", pkg)
 		if err := run(ctx, root, "go", "build", "-o", bin, pkg); err != nil {
 			return env, err
+		}
+	}
+	if c.baseline != "" {
+		dir := filepath.Join(tmp, "baseline-src")
+		fmt.Fprintln(os.Stderr, "building toolguard at", c.baseline)
+		if err := run(ctx, root, "git", "worktree", "add", "--detach", dir, c.baseline); err != nil {
+			return env, fmt.Errorf("-baseline: %w", err)
+		}
+		defer run(context.Background(), root, "git", "worktree", "remove", "--force", dir)
+		env.baseline = filepath.Join(tmp, "toolguard-baseline")
+		if err := run(ctx, dir, "go", "build", "-o", env.baseline, "./cmd/proxy"); err != nil {
+			return env, fmt.Errorf("-baseline: %w", err)
 		}
 	}
 	for _, a := range arms {
@@ -364,6 +379,9 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 		{"guard", func(addr string) (*proc, error) {
 			return ps.start("toolguard", env.root, guardEnv(addr, "repair"), env.toolguard)
 		}, "/healthz"},
+		{"baseline", func(addr string) (*proc, error) {
+			return ps.start("toolguard-baseline", env.root, guardEnv(addr, "repair"), env.baseline)
+		}, "/healthz"},
 		{"portkey", func(addr string) (*proc, error) {
 			_, port, _ := strings.Cut(addr, ":")
 			return ps.start("portkey", env.portkeyDir, nil, "node", "--require", "./loopback.cjs",
@@ -371,6 +389,9 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 		}, "/"},
 	}
 	for _, s := range steps {
+		if s.target == "baseline" && env.baseline == "" {
+			continue
+		}
 		if err := start(s.target, s.f, s.path); err != nil {
 			return nil, nil, err
 		}
@@ -379,7 +400,7 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 }
 
 // memoryCheck starts a fake model that trickles events (one every 500 ms)
-// and a toolguard whose upstream concurrency allows every stream, and opens
+// and a toolguard with the default configuration, and opens
 // c.streams streams through it.
 func memoryCheck(ctx context.Context, c config, env environment, ps *procs) (memResult, error) {
 	defer ps.stopAll()
@@ -407,8 +428,7 @@ func memoryCheck(ctx context.Context, c config, env environment, ps *procs) (mem
 		}
 	}
 	tg, err := ps.start("toolguard-streams", env.root, []string{"TOOLGUARD_LISTEN_ADDR=" + addr, "TOOLGUARD_DRAIN_DELAY=0s",
-		"TOOLGUARD_UPSTREAM_URL=http://" + upAddr + "/v1",
-		"TOOLGUARD_MAX_CONCURRENT_UPSTREAM=" + strconv.Itoa(c.streams+64)}, bin)
+		"TOOLGUARD_UPSTREAM_URL=http://" + upAddr + "/v1"}, bin)
 	if err != nil {
 		return memResult{}, err
 	}

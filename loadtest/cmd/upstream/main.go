@@ -15,6 +15,9 @@
 // argument deltas, a finish event and [DONE], each flushed, -event-interval
 // apart. Every reply waits -latency first. The body is matched by substring,
 // not decoded, so the fake costs every arm the same little CPU.
+//
+// POST .../responses is answered the same way on the Responses API, in the
+// replies of internal/fake: one function_call item, or its stream.
 package main
 
 import (
@@ -31,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolguard/toolguard/internal/fake"
 	"github.com/toolguard/toolguard/loadtest/internal/loopback"
 )
 
@@ -75,10 +79,14 @@ type model struct {
 	o        options
 	complete map[string][]byte   // non-streamed reply by kind
 	stream   map[string][][]byte // streamed events by kind
+	// The same on the Responses API.
+	responses       map[string][]byte
+	responsesStream map[string][][]byte
 }
 
 func newModel(o options) *model {
-	m := &model{o: o, complete: map[string][]byte{}, stream: map[string][][]byte{}}
+	m := &model{o: o, complete: map[string][]byte{}, stream: map[string][][]byte{},
+		responses: map[string][]byte{}, responsesStream: map[string][][]byte{}}
 	content := "null"
 	if o.pad > 0 {
 		content = strconv.Quote(strings.Repeat("x", o.pad))
@@ -89,6 +97,12 @@ func newModel(o options) *model {
 			`{"id":"call_Xc4Aiih37EUJvqjoZlu4Vdoi","type":"function","function":{"name":"click","arguments":` + args + `}}]},` +
 			`"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":82,"completion_tokens":17,"total_tokens":99}}`)
 		m.stream[kind] = streamEvents(kind, args, o.events)
+		unq, _ := strconv.Unquote(args)
+		r := fake.Reply{ID: "resp_load", Model: "fake-" + kind, Calls: []fake.Call{{ID: "call_Xc4Aiih37EUJvqjoZlu4Vdoi", Name: "click", Args: unq}}, In: 82, Out: 17}
+		m.responses[kind] = []byte(fake.Responses.JSON(r))
+		for _, ev := range fake.Responses.Events(r, (len(unq)+1)/2) {
+			m.responsesStream[kind] = append(m.responsesStream[kind], []byte(ev))
+		}
 	}
 	return m
 }
@@ -113,7 +127,8 @@ func streamEvents(kind, args string, n int) [][]byte {
 }
 
 func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+	responses := strings.HasSuffix(r.URL.Path, "/responses")
+	if r.Method != http.MethodPost || (!strings.HasSuffix(r.URL.Path, "/chat/completions") && !responses) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
 		io.WriteString(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`)
@@ -124,6 +139,9 @@ func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kind := kindOf(body)
+	if responses && fake.Responses.Reasked(body) {
+		kind = "valid"
+	}
 	if m.o.latency > 0 {
 		t := time.NewTimer(m.o.latency)
 		select {
@@ -134,16 +152,23 @@ func (m *model) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if has(body, `"stream":true`) {
-		m.serveStream(w, r, kind)
+		events := m.stream[kind]
+		if responses {
+			events = m.responsesStream[kind]
+		}
+		m.serveStream(w, r, events)
 		return
 	}
 	reply := m.complete[kind]
+	if responses {
+		reply = m.responses[kind]
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
 	w.Write(reply)
 }
 
-func (m *model) serveStream(w http.ResponseWriter, r *http.Request, kind string) {
+func (m *model) serveStream(w http.ResponseWriter, r *http.Request, events [][]byte) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	f := w.(http.Flusher)
@@ -152,7 +177,7 @@ func (m *model) serveStream(w http.ResponseWriter, r *http.Request, kind string)
 		tick = time.NewTicker(m.o.interval)
 		defer tick.Stop()
 	}
-	for i, ev := range m.stream[kind] {
+	for i, ev := range events {
 		if tick != nil && i > 0 {
 			select {
 			case <-tick.C:
