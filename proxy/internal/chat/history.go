@@ -12,10 +12,24 @@ import (
 func MendHistory(body []byte) ([]byte, []repair.Edit, error) {
 	m := ladder.NewHistoryMender()
 	readTop(body).messages.ForEach(func(_, msg gjson.Result) bool {
-		if msg.Get("role").String() != "assistant" {
+		// One pass over each message's members: a lookup each would walk
+		// its content again.
+		var role, tcs, fc gjson.Result
+		msg.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "role":
+				role = v
+			case "tool_calls":
+				tcs = v
+			case "function_call":
+				fc = v
+			}
+			return true
+		})
+		if role.Str != "assistant" {
 			return true
 		}
-		if tcs := msg.Get("tool_calls"); tcs.IsArray() {
+		if tcs.IsArray() {
 			tcs.ForEach(func(_, c gjson.Result) bool {
 				if c.IsObject() {
 					m.Call(c.Get("function.arguments"), c.Get("function"))
@@ -23,7 +37,7 @@ func MendHistory(body []byte) ([]byte, []repair.Edit, error) {
 				return true
 			})
 		}
-		if fc := msg.Get("function_call"); fc.IsObject() {
+		if fc.IsObject() {
 			m.Call(fc.Get("arguments"), fc)
 		}
 		return true
