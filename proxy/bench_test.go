@@ -170,23 +170,7 @@ func BenchmarkFormats(b *testing.B) {
 		for _, path := range []struct{ name, args, outcome string }{{"valid", valid, "valid"}, {"repair", nearMiss, "repaired"}} {
 			b.Run(f.name+"/"+path.name, func(b *testing.B) {
 				reply := f.format.JSON(fake.Reply{Calls: []fake.Call{{ID: "call_Xc4Aiih37EUJvqjoZlu4Vdoi", Name: "click", Args: path.args}}, In: 82, Out: 17})
-				arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
-					io.Copy(io.Discard, r.Body)
-					w.Header().Set("Content-Type", "application/json")
-					io.WriteString(w, reply)
-				})
-				b.ReportAllocs()
-				for b.Loop() {
-					resp, err := client.Post(arms["toolguard"]+f.path, "application/json", strings.NewReader(f.req))
-					if err != nil {
-						b.Fatal(err)
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 || resp.Header.Get("X-Toolguard-Outcome") != path.outcome {
-						b.Fatalf("status %d, outcome %q", resp.StatusCode, resp.Header.Get("X-Toolguard-Outcome"))
-					}
-				}
+				benchInspected(b, reply, f.path, f.req, path.outcome)
 			})
 		}
 	}
@@ -208,24 +192,29 @@ func BenchmarkContent(b *testing.B) {
 		{"structured-repaired", structuredRequest(""), fenced, "repaired"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			reply := fake.Chat.JSON(fake.Reply{Text: c.content, In: 82, Out: 17})
-			arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
-				io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Type", "application/json")
-				io.WriteString(w, reply)
-			})
-			b.ReportAllocs()
-			for b.Loop() {
-				resp, err := client.Post(arms["toolguard"]+"/v1/chat/completions", "application/json", strings.NewReader(c.req))
-				if err != nil {
-					b.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 || resp.Header.Get("X-Toolguard-Outcome") != c.outcome {
-					b.Fatalf("status %d, outcome %q", resp.StatusCode, resp.Header.Get("X-Toolguard-Outcome"))
-				}
-			}
+			benchInspected(b, fake.Chat.JSON(fake.Reply{Text: c.content, In: 82, Out: 17}), "/v1/chat/completions", c.req, c.outcome)
 		})
+	}
+}
+
+// benchInspected posts req to path through toolguard, whose upstream
+// answers reply; every answer must be a 200 with the outcome given.
+func benchInspected(b *testing.B, reply, path, req, outcome string) {
+	arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, reply)
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := client.Post(arms["toolguard"]+path, "application/json", strings.NewReader(req))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("X-Toolguard-Outcome") != outcome {
+			b.Fatalf("status %d, outcome %q", resp.StatusCode, resp.Header.Get("X-Toolguard-Outcome"))
+		}
 	}
 }

@@ -29,7 +29,7 @@ func (r *stream) settleContent(sc *streamChoice) {
 	ct.Turn = ladder.Turn{Index: int(sc.index), Calls: []*ladder.Call{c}, Last: []*ladder.Call{c}, Wire: ct}
 	t := &ct.Turn
 	if err := x.Settle(r.Ctx, []*ladder.Turn{t}, r.Ask); err != nil {
-		r.abort, r.done = err, true
+		r.Abort, r.Done = err, true
 		return
 	}
 	if t.Invalid() {

@@ -63,7 +63,7 @@ func NewRequest(body []byte, output bool) *Request {
 	t := readTop(body)
 	q := &Request{Body: body, tools: &ladder.Tools{}, model: strings.Clone(t.model.Str)}
 	if output {
-		q.output = responseFormat(t.responseFormat)
+		q.output = ladder.OutputFormat(t.responseFormat.Get("type").Str, t.responseFormat.Get("json_schema.schema"))
 	}
 	add := func(fn gjson.Result) {
 		n := fn.Get("name")
@@ -93,23 +93,6 @@ func NewRequest(body []byte, output bool) *Request {
 		return nil
 	}
 	return q
-}
-
-// responseFormat returns the tool that stands for the content under the
-// request's response_format: its json_schema's schema, or any object for
-// json_object; nil for text or none.
-func responseFormat(rf gjson.Result) *ladder.Tool {
-	switch rf.Get("type").Str {
-	case "json_schema":
-		schema := []byte(`{}`)
-		if s := rf.Get("json_schema.schema"); s.IsObject() || s.IsBool() {
-			schema = []byte(s.Raw)
-		}
-		return &ladder.Tool{Name: ladder.OutputTool, Params: schema}
-	case "json_object":
-		return &ladder.Tool{Name: ladder.OutputTool, Params: []byte(`{"type":"object"}`)}
-	}
-	return nil
 }
 
 // Model is the model the request names.

@@ -25,11 +25,7 @@ type stream struct {
 	maxBytes int64         // TOOLGUARD_MAX_RESPONSE_BYTES bounds what is held
 	output   *ladder.Tool  // the response format's, when content is held
 	out      *bytes.Buffer // where the event being handled writes
-	// done is set once nothing more will be written; failure is the error
-	// that ends the stream, abort the error that ends it silently.
-	done    bool
-	failure *wire.Error
-	abort   error
+	wire.Ending
 
 	choices  map[int64]*streamChoice
 	template []byte // the last chunk, whose envelope released calls reuse
@@ -53,13 +49,7 @@ func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
 func (r *stream) Handle(ev []byte, out *bytes.Buffer) (bool, error) {
 	r.out = out
 	r.handle(ev)
-	switch {
-	case r.failure != nil:
-		return true, r.failure
-	case r.abort != nil:
-		return true, r.abort
-	}
-	return r.done, nil
+	return r.Result()
 }
 
 // MayWait implements wire.Events.
@@ -87,7 +77,7 @@ func (r *stream) fail(ae *wire.Error, cause error) {
 	if cause != nil && ae.Err == nil {
 		ae.Err = cause
 	}
-	r.failure, r.done = ae, true
+	r.Failure, r.Done = ae, true
 }
 
 // mayWait reports whether handling an event may wait on the network: a set
@@ -230,10 +220,10 @@ func (r *stream) handle(ev []byte) {
 							return false
 						}
 						touched = append(touched, r.addDelta(sc, td, -1))
-						return !r.done
+						return !r.Done
 					})
 				}
-				if r.done {
+				if r.Done {
 					return false
 				}
 				var err error
@@ -245,7 +235,7 @@ func (r *stream) handle(ev []byte) {
 			}
 			return true
 		})
-		if r.done {
+		if r.Done {
 			return false
 		}
 		finishing := fr.Exists() && fr.Type != gjson.Null
@@ -304,17 +294,17 @@ func (r *stream) handle(ev []byte) {
 					}
 					changed = true
 				}
-				if r.done {
+				if r.Done {
 					return false
 				}
 				r.settleContent(sc)
-				if r.done {
+				if r.Done {
 					return false
 				}
 			} else {
 				r.releaseContent(sc)
 				r.settle(sc)
-				if r.done {
+				if r.Done {
 					return false
 				}
 				if sc.released == 0 && (fr.Str == "tool_calls" || fr.Str == "function_call") {
@@ -329,7 +319,7 @@ func (r *stream) handle(ev []byte) {
 		}
 		return true
 	})
-	if r.done {
+	if r.Done {
 		return
 	}
 	if r.tooManyCalls {
@@ -427,10 +417,10 @@ func (r *stream) finish(done []byte) {
 		if len(sc.order) > 0 {
 			r.releaseContent(sc)
 			r.settle(sc)
-		} else if !r.settleText(sc) && !r.done {
+		} else if !r.settleText(sc) && !r.Done {
 			r.settleContent(sc)
 		}
-		if r.done {
+		if r.Done {
 			return
 		}
 	}
@@ -455,5 +445,5 @@ func (r *stream) finish(done []byte) {
 		r.X.Outcome = ladder.OutcomeNone
 	}
 	r.out.Write(done)
-	r.done = true
+	r.Done = true
 }

@@ -130,7 +130,7 @@ func (r *stream) addDelta(sc *streamChoice, d gjson.Result, forced int64) *parti
 		// The model moved on to another call: the ones before are probably
 		// complete, and those valid as received go out now.
 		r.releaseReady(sc, idx)
-		if r.done {
+		if r.Done {
 			return nil
 		}
 	}
@@ -315,7 +315,7 @@ func (r *stream) settle(sc *streamChoice) {
 	ct.Turn = ladder.Turn{Index: int(sc.index), Calls: calls, Last: calls, Wire: ct}
 	t := &ct.Turn
 	if err := x.Settle(r.Ctx, []*ladder.Turn{t}, r.Ask); err != nil {
-		r.abort, r.done = err, true
+		r.Abort, r.Done = err, true
 		return
 	}
 	sc.calls = t.Calls

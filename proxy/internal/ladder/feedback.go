@@ -111,24 +111,25 @@ func Feedback(c *Call, room int) string {
 	if room <= 0 {
 		return fmt.Sprintf("Error: this call to %q was not executed because its arguments are invalid (its errors are left out: the other calls' errors are long). Call the tool again with arguments that satisfy its parameters schema.", c.Name)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Error: this call to %q was not executed because its arguments are invalid:\n", c.Name)
-	for _, d := range Details(c) {
-		fmt.Fprintf(&b, "- %s: %s\n", d.Path, d.Message)
-	}
-	b.WriteString("Call the tool again with arguments that satisfy its parameters schema.")
-	return b.String()
+	return listed(fmt.Sprintf("Error: this call to %q was not executed because its arguments are invalid:\n", c.Name), c,
+		"Call the tool again with arguments that satisfy its parameters schema.")
 }
 
 // OutputFeedback is what the model is told about content that is not valid
 // for the response format its request declared.
 func OutputFeedback(c *Call) string {
+	return listed("Your reply is not valid for the requested response format:\n", c,
+		"Reply again with only the JSON value, and make it match the schema.")
+}
+
+// listed is head, a line per error of c (its path and message), and tail.
+func listed(head string, c *Call, tail string) string {
 	var b strings.Builder
-	b.WriteString("Your reply is not valid for the requested response format:\n")
+	b.WriteString(head)
 	for _, d := range Details(c) {
 		fmt.Fprintf(&b, "- %s: %s\n", d.Path, d.Message)
 	}
-	b.WriteString("Reply again with only the JSON value, and make it match the schema.")
+	b.WriteString(tail)
 	return b.String()
 }
 

@@ -317,3 +317,20 @@ func (x *Exchange) anyUnchecked() bool {
 	}
 	return false
 }
+
+// OutputFormat returns the tool that stands for a reply's content under a
+// JSON response format of the given type: schema for json_schema (any value
+// when it has none), any object for json_object; nil for another type.
+func OutputFormat(typ string, schema gjson.Result) *Tool {
+	switch typ {
+	case "json_schema":
+		params := []byte(`{}`)
+		if schema.IsObject() || schema.IsBool() {
+			params = []byte(schema.Raw)
+		}
+		return &Tool{Name: OutputTool, Params: params}
+	case "json_object":
+		return &Tool{Name: OutputTool, Params: []byte(`{"type":"object"}`)}
+	}
+	return nil
+}

@@ -174,28 +174,13 @@ func NewRequest(body []byte, output bool) *Request {
 	}
 	q := &Request{Body: body, tools: ts}
 	if output {
-		q.output = textFormat(gjson.GetBytes(body, "text.format"))
+		f := gjson.GetBytes(body, "text.format")
+		q.output = ladder.OutputFormat(f.Get("type").Str, f.Get("schema"))
 	}
 	if ts.Len() == 0 && q.output == nil {
 		return nil
 	}
 	return q
-}
-
-// textFormat returns the tool that stands for the text under a JSON
-// text.format: its schema, or any object for json_object; nil otherwise.
-func textFormat(f gjson.Result) *ladder.Tool {
-	switch f.Get("type").Str {
-	case "json_schema":
-		schema := []byte(`{}`)
-		if s := f.Get("schema"); s.IsObject() || s.IsBool() {
-			schema = []byte(s.Raw)
-		}
-		return &ladder.Tool{Name: ladder.OutputTool, Params: schema}
-	case "json_object":
-		return &ladder.Tool{Name: ladder.OutputTool, Params: []byte(`{"type":"object"}`)}
-	}
-	return nil
 }
 
 // Tools are the functions the request declares.

@@ -44,9 +44,7 @@ type stream struct {
 	output   *ladder.Tool
 	messages []*heldCall
 	out      *bytes.Buffer
-	done     bool
-	failure  *wire.Error
-	abort    error
+	wire.Ending
 
 	seq      int64           // the next sequence_number the client sees
 	next     int64           // the next output_index the client sees
@@ -124,19 +122,13 @@ func (r *stream) Fail(out *bytes.Buffer, ae *wire.Error) {
 	wire.WriteData(out, []byte(data))
 }
 
-func (r *stream) fail(ae *wire.Error) { r.failure, r.done = ae, true }
+func (r *stream) fail(ae *wire.Error) { r.Failure, r.Done = ae, true }
 
 // Handle implements wire.Events.
 func (r *stream) Handle(ev []byte, out *bytes.Buffer) (bool, error) {
 	r.out = out
 	r.handle(ev)
-	switch {
-	case r.failure != nil:
-		return true, r.failure
-	case r.abort != nil:
-		return true, r.abort
-	}
-	return r.done, nil
+	return r.Result()
 }
 
 // eventName returns the name an event's event: line gives it, if any.
@@ -417,7 +409,7 @@ func (r *stream) releaseReady() {
 		}
 		hc.call = c
 		r.releaseHeld(hc)
-		if r.done {
+		if r.Done {
 			return
 		}
 	}
@@ -434,7 +426,7 @@ func (r *stream) releaseHeld(hc *heldCall) {
 	for _, ev := range hc.events {
 		data, _ := wire.EventData(ev)
 		r.emit(ev, gjson.ParseBytes(data), hc.index)
-		if r.done {
+		if r.Done {
 			return
 		}
 	}
@@ -484,13 +476,13 @@ func (r *stream) finish(ev []byte, e gjson.Result) {
 				r.releaseHeld(hc)
 			}
 		}
-		if r.done {
+		if r.Done {
 			return
 		}
 	}
 	if len(waiting) > 0 {
 		r.settle(calls, released, waiting)
-		if r.done {
+		if r.Done {
 			return
 		}
 	} else {
@@ -579,7 +571,7 @@ func (r *stream) settle(calls []*ladder.Call, released map[*ladder.Call]bool, wa
 	t := &turn{first: calls}
 	t.Turn = ladder.Turn{Calls: calls, Last: calls, Wire: t}
 	if err := x.Settle(r.Ctx, []*ladder.Turn{&t.Turn}, r.Ask); err != nil {
-		r.abort, r.done = err, true
+		r.Abort, r.Done = err, true
 		return
 	}
 	passthrough := false
@@ -612,14 +604,14 @@ func (r *stream) settle(calls []*ladder.Call, released map[*ladder.Call]bool, wa
 		default:
 			r.releaseCall(c, hc.index)
 		}
-		if r.done {
+		if r.Done {
 			return
 		}
 	}
 	for _, c := range t.Calls {
 		if c.Attempt > 0 && out[c] {
 			r.releaseCall(c, -1)
-			if r.done {
+			if r.Done {
 				return
 			}
 		}

@@ -67,7 +67,7 @@ func (r *stream) settleText(resp gjson.Result) {
 	t := &turn{output: true, lastText: at.text, first: []*ladder.Call{c}}
 	t.Turn = ladder.Turn{Calls: []*ladder.Call{c}, Last: []*ladder.Call{c}, Wire: t}
 	if err := x.Settle(r.Ctx, []*ladder.Turn{&t.Turn}, r.Ask); err != nil {
-		r.abort, r.done = err, true
+		r.Abort, r.Done = err, true
 		return
 	}
 	if t.Invalid() {
@@ -85,7 +85,7 @@ func (r *stream) settleText(resp gjson.Result) {
 		default:
 			r.releaseText(m, at.part, string(c.Args))
 		}
-		if r.done {
+		if r.Done {
 			return
 		}
 	}

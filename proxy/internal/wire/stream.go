@@ -192,3 +192,24 @@ func WriteData(out *bytes.Buffer, data []byte) {
 	out.Write(data)
 	out.WriteString("\n\n")
 }
+
+// Ending is how a format's handling of a stream ends, for its Handle to
+// report: Done once nothing more will be written; Failure, the error that
+// ends it with an error event; Abort, the error that ends it silently (the
+// client is gone).
+type Ending struct {
+	Done    bool
+	Failure *Error
+	Abort   error
+}
+
+// Result is what Handle returns for e.
+func (e *Ending) Result() (bool, error) {
+	switch {
+	case e.Failure != nil:
+		return true, e.Failure
+	case e.Abort != nil:
+		return true, e.Abort
+	}
+	return e.Done, nil
+}
