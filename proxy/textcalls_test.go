@@ -165,3 +165,29 @@ func TestTextCallsStreamSplitAtEveryByte(t *testing.T) {
 		t.Errorf("text with markers' first bytes: content %q, calls %v", a.Content[0], a.Calls)
 	}
 }
+
+// TestTextHoldIsBounded: a stream of many one-byte content events that
+// each may start a call costs a bounded read: past maxTextHoldWork, the
+// content passes as it comes, and none of it is lost.
+func TestTextHoldIsBounded(t *testing.T) {
+	var b strings.Builder
+	chunk := func(delta string) string {
+		return `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}` + "\n\n"
+	}
+	const n = 20000
+	for range n {
+		b.WriteString(chunk(`{"content":"<"}`))
+	}
+	last := chunk(`{"content":"<"}`)
+	b.WriteString(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n")
+	up := newUpstream(t, reply{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: b.String()})
+	srv, _ := guard(t, up, nil)
+	_, body := post(t, srv, "/v1/chat/completions", clickRequest(`,"stream":true`))
+	if a := assemble(t, body); a.Content[0] != strings.Repeat("<", n) {
+		t.Fatalf("content of %d bytes, want %d", len(a.Content[0]), n)
+	}
+	// Once the bound is passed, the events go out as they came.
+	if !strings.Contains(string(body), last+last) {
+		t.Errorf("the holding never stopped: no event passes as it came")
+	}
+}

@@ -55,6 +55,7 @@ type streamChoice struct {
 	holding   bool
 	holdSince time.Time
 	converted bool // calls were read from the content
+	holdWork  int  // bytes read deciding holds (maxTextHoldWork)
 }
 
 type heldEvent struct {

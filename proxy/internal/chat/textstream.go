@@ -24,6 +24,11 @@ const (
 	// maxTextScanned bounds the content read for holds: past it, a choice's
 	// content passes as it comes.
 	maxTextScanned = 256 << 10
+	// maxTextHoldWork bounds the bytes read for holds over all of a
+	// choice's events: each event's hold is decided on the content so far,
+	// and a stream of a million one-byte events would otherwise read its
+	// content a million times. Past it, the content passes as it comes.
+	maxTextHoldWork = 1 << 20
 )
 
 // textHold updates what of a choice's content may go to the client, writes
@@ -32,7 +37,8 @@ const (
 // a chunk of toolguard's).
 func (r *stream) textHold(sc *streamChoice) bool {
 	content := sc.content
-	if len(sc.order) > 0 || len(content) > maxTextScanned {
+	sc.holdWork += len(content)
+	if len(sc.order) > 0 || len(content) > maxTextScanned || sc.holdWork > maxTextHoldWork {
 		// Real calls, or too much text to read: the text passes.
 		return r.releaseText(sc)
 	}
@@ -67,7 +73,7 @@ func (r *stream) releaseText(sc *streamChoice) bool {
 		return false
 	}
 	r.writeText(sc, string(sc.content[sc.emitted:]))
-	sc.emitted = len(sc.content)
+	sc.emitted, sc.holding = len(sc.content), false
 	return true
 }
 
