@@ -555,3 +555,28 @@ func TestResponsesStreamUpstreamFailure(t *testing.T) {
 		t.Errorf("error %q; the stream does not end with the upstream's failure:\n%s", s.errCode, out)
 	}
 }
+
+// TestResponsesStreamBounds: a stream that holds more calls than toolguard
+// holds, or an item numbered twice, ends in the error event; nothing of
+// the calls reaches the client unchecked.
+func TestResponsesStreamBounds(t *testing.T) {
+	var calls []fake.Call
+	for i := range 300 {
+		calls = append(calls, click(fmt.Sprintf("c%d", i), `{}`))
+	}
+	for _, tc := range []struct{ name, stream, code string }{
+		{"300 calls", strings.Join(fake.Responses.Events(fake.Reply{Calls: calls}, 0), ""), "upstream_stream_too_large"},
+		{"an index added twice", strings.Replace(strings.Join(fake.Responses.Events(fake.Reply{Text: "x", Calls: []fake.Call{click("c1", `{}`)}}, 0), ""),
+			`"output_index":1,"item":{"id":"fc_fake_0"`, `"output_index":0,"item":{"id":"fc_fake_0"`, 1), "upstream_malformed_reply"},
+		{"a done item never added", "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"sequence_number\":0,\"output_index\":3," +
+			"\"item\":{\"type\":\"function_call\",\"name\":\"click\",\"arguments\":\"{}\",\"call_id\":\"c\"}}\n\n", "upstream_malformed_reply"},
+	} {
+		up := newUpstream(t, reply{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: tc.stream})
+		srv, _ := guard(t, up, nil)
+		_, body := post(t, srv, "/v1/responses", responsesRequest(`,"stream":true`))
+		s := readResponseStream(t, body)
+		if s.errCode != tc.code || len(s.calls) != 0 {
+			t.Errorf("%s: error %q with %d calls released, want %s and none", tc.name, s.errCode, len(s.calls), tc.code)
+		}
+	}
+}
