@@ -156,10 +156,10 @@ func BenchmarkStream(b *testing.B) {
 
 // BenchmarkFormats compares the two inspected wire formats side by side,
 // through toolguard, on the valid path (a call valid as received) and the
-// repair path (a near-miss key mended locally): the same call in a Chat
+// repair path (a key in another case, mended locally): the same call in a Chat
 // Completions reply and in a Responses reply.
 func BenchmarkFormats(b *testing.B) {
-	const valid, nearMiss = `{"selector":"#login-button"}`, `{"element":"#login-button"}`
+	const valid, otherCase = `{"selector":"#login-button"}`, `{"Selector":"#login-button"}`
 	for _, f := range []struct {
 		name, path, req string
 		format          fake.Format
@@ -167,7 +167,7 @@ func BenchmarkFormats(b *testing.B) {
 		{"chat", "/v1/chat/completions", clickRequest(""), fake.Chat},
 		{"responses", "/v1/responses", responsesRequest(""), fake.Responses},
 	} {
-		for _, path := range []struct{ name, args, outcome string }{{"valid", valid, "valid"}, {"repair", nearMiss, "repaired"}} {
+		for _, path := range []struct{ name, args, outcome string }{{"valid", valid, "valid"}, {"repair", otherCase, "repaired"}} {
 			b.Run(f.name+"/"+path.name, func(b *testing.B) {
 				reply := f.format.JSON(fake.Reply{Calls: []fake.Call{{ID: "call_Xc4Aiih37EUJvqjoZlu4Vdoi", Name: "click", Args: path.args}}, In: 82, Out: 17})
 				benchInspected(b, reply, f.path, f.req, path.outcome)

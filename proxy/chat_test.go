@@ -62,7 +62,7 @@ func TestNoToolCallsOutcomeNone(t *testing.T) {
 
 func TestNearMissKeyIsReasked(t *testing.T) {
 	up := newUpstream(t,
-		reply{Body: toolReply(`{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}`, clickCall("call_1", `"{\"element\": \"myCoolButton\"}"`))},
+		reply{Body: toolReply(`{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}`, clickCall("call_1", `"{\"Selector\": \"myCoolButton\"}"`))},
 		reply{Body: toolReply(`{"prompt_tokens":30,"completion_tokens":7,"total_tokens":37}`, clickCall("call_2", `"{\"selector\":\"myCoolButton\"}"`))},
 	)
 	// Re-ask mode: no local repair, so the rename is left to the model.

@@ -36,7 +36,7 @@ func responsesSeeds() []string {
 	var out []string
 	for _, r := range []fake.Reply{
 		{Calls: []fake.Call{click("c1", `{"selector":"#a"}`)}},
-		{Text: "ok", Calls: []fake.Call{click("c1", `{"element":"#a"}`), click("c2", `{}`)}},
+		{Text: "ok", Calls: []fake.Call{click("c1", `{"Selector":"#a"}`), click("c2", `{}`)}},
 		{Text: "just text"},
 		{Calls: []fake.Call{{ID: "c1", Name: "type", Args: `{}`}}},
 	} {
@@ -157,7 +157,7 @@ func FuzzResponsesReply(f *testing.F) {
 	for _, r := range []fake.Reply{
 		{Calls: []fake.Call{click("c1", `{"selector":"#a"}`)}},
 		{Text: "ok", Calls: []fake.Call{click("c1", `"#a"`), click("c2", `{}`)}},
-		{Text: "<tool_call>{\"name\": \"click\", \"arguments\": {\"element\": \"#a\"}}</tool_call>"},
+		{Text: "<tool_call>{\"name\": \"click\", \"arguments\": {\"Selector\": \"#a\"}}</tool_call>"},
 	} {
 		f.Add([]byte(fake.Responses.JSON(r)))
 	}

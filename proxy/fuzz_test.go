@@ -84,7 +84,7 @@ func seedRecordings(f *testing.F, add func(string)) {
 		add(in[0].Response.Body)
 	}
 	for _, kind := range []string{"valid", "repairable", "never", "text"} {
-		add(faulty.Completion(map[string]string{"valid": `{"selector":"#a"}`, "repairable": `{"element": "x"}`, "never": `{}`, "text": ""}[kind]))
+		add(faulty.Completion(map[string]string{"valid": `{"selector":"#a"}`, "repairable": `{"Selector": "x"}`, "never": `{}`, "text": ""}[kind]))
 		add(strings.Join(faulty.Stream(`{"selector": "#a"`), ""))
 	}
 }

@@ -14,7 +14,7 @@ import (
 func TestClassicBreakagesAreRepairedLocally(t *testing.T) {
 	for _, tc := range []struct{ name, args string }{
 		{"bare-string", `"myCoolButton"`},
-		{"near-miss-key", `{"element": "myCoolButton"}`},
+		{"other-case-key", `{"Selector": "myCoolButton"}`},
 		{"truncated", `{"selector": "myCoolButton"`},
 		{"fenced", "```json\n{\"selector\": \"myCoolButton\"}\n```"},
 		{"single-quotes", `{'selector': 'myCoolButton'}`},

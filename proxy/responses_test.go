@@ -80,7 +80,7 @@ func TestResponses(t *testing.T) {
 	}{
 		{name: "valid", first: fake.Reply{Calls: []fake.Call{click("call_1", valid)}}, wantStatus: 200, wantCalls: []string{"call_1 click " + valid}, outcome: "valid"},
 		{name: "bare-string", first: fake.Reply{Calls: []fake.Call{click("call_1", `"#a"`)}}, wantStatus: 200, wantCalls: []string{"call_1 click " + valid}, outcome: "repaired"},
-		{name: "near-miss-key", first: fake.Reply{Calls: []fake.Call{click("call_1", `{"element":"#a"}`)}}, wantStatus: 200, wantCalls: []string{"call_1 click " + valid}, outcome: "repaired"},
+		{name: "other-case-key", first: fake.Reply{Calls: []fake.Call{click("call_1", `{"Selector":"#a"}`)}}, wantStatus: 200, wantCalls: []string{"call_1 click " + valid}, outcome: "repaired"},
 		{name: "truncated", first: fake.Reply{Calls: []fake.Call{click("call_1", `{"selector":"#a"`)}}, wantStatus: 200, wantCalls: []string{"call_1 click " + valid}, outcome: "repaired"},
 		{
 			name: "missing-field-reask", first: fake.Reply{Text: "On it.", Calls: []fake.Call{click("call_1", `{}`)}, In: 10, Out: 2},
@@ -242,7 +242,7 @@ func TestResponsesStateful(t *testing.T) {
 			t.Errorf("%s: the reason is not logged", extra)
 		}
 		up2 := newUpstream(t)
-		scriptResponses(up2, fake.Reply{Calls: []fake.Call{click("call_1", `{"element":"#a"}`)}})
+		scriptResponses(up2, fake.Reply{Calls: []fake.Call{click("call_1", `{"Selector":"#a"}`)}})
 		srv2, _ := guard(t, up2, nil)
 		resp, body = post(t, srv2, "/v1/responses", responsesRequest(extra))
 		if resp.StatusCode != 200 || header(resp, "X-Toolguard-Outcome") != "repaired" {
@@ -295,7 +295,7 @@ func TestResponsesRefusals(t *testing.T) {
 // TestResponsesStreamSplitAtEveryByte: however the network cuts the
 // upstream's stream, the client gets the same consistent stream.
 func TestResponsesStreamSplitAtEveryByte(t *testing.T) {
-	r := fake.Reply{Text: "Let me click — ünïcode.", Calls: []fake.Call{click("call_a", `{"element":"#a"}`), click("call_b", `{"selector":"#b"}`)}, In: 3, Out: 4}
+	r := fake.Reply{Text: "Let me click — ünïcode.", Calls: []fake.Call{click("call_a", `{"Selector":"#a"}`), click("call_b", `{"selector":"#b"}`)}, In: 3, Out: 4}
 	stream := strings.Join(fake.Responses.Events(r, 6), "")
 	var split atomic.Int64
 	up := newUpstream(t)
@@ -526,7 +526,7 @@ func testTextFormat(t *testing.T, req, text, corrected string, status int, outco
 // TestResponsesTextCalls: a call written as text in a response's message
 // becomes a function_call item.
 func TestResponsesTextCalls(t *testing.T) {
-	up := newUpstream(t, reply{Body: fake.Responses.JSON(fake.Reply{Text: "Clicking now.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"element\": \"#a\"}}</tool_call>"})})
+	up := newUpstream(t, reply{Body: fake.Responses.JSON(fake.Reply{Text: "Clicking now.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"Selector\": \"#a\"}}</tool_call>"})})
 	srv, _ := guard(t, up, nil)
 	resp, body := post(t, srv, "/v1/responses", responsesRequest(""))
 	if resp.StatusCode != 200 || header(resp, "X-Toolguard-Outcome") != "repaired" {

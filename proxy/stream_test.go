@@ -22,7 +22,7 @@ import (
 var mixedStream = chunk(`[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]`) +
 	chunk(textDelta(0, "Let me ")) + chunk(textDelta(0, "click — ünïcode.")) +
 	streamCall(0, 0, "call_a", `{"selector":"#a"}`) +
-	streamCall(0, 1, "call_b", `{"element":"#b"}`) +
+	streamCall(0, 1, "call_b", `{"Selector":"#b"}`) +
 	chunk(finish(0, "tool_calls")) + usageChunk(9) + done
 
 func TestStreamSplitAtEveryByte(t *testing.T) {
@@ -134,7 +134,7 @@ func TestStreamBrokenCallsBehaveAsWithoutStreaming(t *testing.T) {
 		usage   string
 	}{
 		{"bare-string", `"myCoolButton"`, "", []string{`call_1 click {"selector":"myCoolButton"}`}, "outcome=repaired reasks=0", false, 1, `{"prompt_tokens":5,"completion_tokens":0,"total_tokens":5}`},
-		{"near-miss-key", `{"element": "myCoolButton"}`, "", []string{`call_1 click {"selector":"myCoolButton"}`}, "outcome=repaired reasks=0", false, 1, `{"prompt_tokens":5,"completion_tokens":0,"total_tokens":5}`},
+		{"other-case-key", `{"Selector": "myCoolButton"}`, "", []string{`call_1 click {"selector":"myCoolButton"}`}, "outcome=repaired reasks=0", false, 1, `{"prompt_tokens":5,"completion_tokens":0,"total_tokens":5}`},
 		{"truncated", `{"selector": "myCoolButton"`, "", []string{`call_1 click {"selector":"myCoolButton"}`}, "outcome=repaired reasks=0", false, 1, `{"prompt_tokens":5,"completion_tokens":0,"total_tokens":5}`},
 		{"missing-field-reasked", `{}`, `{"selector":"#fixed"}`, []string{`call_2 click {"selector":"#fixed"}`}, "outcome=reasked reasks=1", false, 2, `{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}`},
 		{"never-corrects", `{}`, `{}`, nil, "outcome=failed reasks=2", true, 3, ""},

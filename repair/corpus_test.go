@@ -81,7 +81,7 @@ var mendableKinds = map[string]bool{
 	"python-literals": true, "trailing-comma": true, "double-encoded": true, "object-arguments": true,
 	"concatenated": true, "stringified-number": true, "stringified-boolean": true,
 	"number-for-string": true, "stringified-array": true, "stringified-object": true,
-	"camel-case-key": true, "other-case-key": true, "typo-key": true, "bare-value": true,
+	"camel-case-key": true, "other-case-key": true, "bare-value": true,
 	"bare-unquoted": true, "envelope": true, "named-envelope": true, "enum-case": true,
 	"scalar-for-array": true, "unknown-key": true,
 }

@@ -7,22 +7,38 @@ import (
 	"github.com/toolguard/toolguard/validate"
 )
 
-// The click tool of the classic bug reports, called with a near-miss key: the
-// key is renamed to the one missing property it plainly means, and the edit
-// is recorded.
+// The click tool of the classic bug reports, called with its key in another
+// case: the key is renamed to the declared name, and the edit is recorded.
 func ExampleArguments() {
 	s, err := validate.Compile([]byte(`{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}`))
 	if err != nil {
 		panic(err)
 	}
-	res := repair.Arguments([]byte(`"{\"element\": \"myCoolButton\"}"`), s, repair.Options{Syntax: true, SchemaGuided: true})
+	res := repair.Arguments([]byte(`"{\"Selector\": \"myCoolButton\"}"`), s, repair.Options{Syntax: true, SchemaGuided: true})
 	fmt.Println(string(res.Args), res.Valid())
 	for _, e := range res.Edits {
 		fmt.Println(e.Kind, e.Path, e.Before, "->", e.After)
 	}
 	// Output:
 	// {"selector":"myCoolButton"} true
-	// rename-key /selector "element" -> "selector"
+	// rename-key /selector "Selector" -> "selector"
+}
+
+// A key that is another word is never renamed, however likely its meaning:
+// the call stays invalid, and its errors name what the tool declares, so
+// the model corrects itself when asked again.
+func ExampleArguments_anotherWord() {
+	s, err := validate.Compile([]byte(`{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}`))
+	if err != nil {
+		panic(err)
+	}
+	res := repair.Arguments([]byte(`"{\"element\": \"myCoolButton\"}"`), s, repair.Options{Syntax: true, SchemaGuided: true, Tool: "click"})
+	fmt.Println(res.Valid())
+	fmt.Println(validate.Join(res.Errors))
+	// Output:
+	// false
+	// /: missing properties: 'selector'
+	// /: unknown property "element"; tool "click" declares "selector"
 }
 
 // A missing required property is never made up: the call stays invalid, with

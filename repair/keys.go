@@ -99,7 +99,7 @@ func (g *guider) fixObject(p string, errs []validate.Error) bool {
 		for _, u := range unknown {
 			// A key that is like a declared name may mean that property:
 			// dropping it would lose what the model meant to say.
-			if _, still := m[u]; still && len(closest(u, o.names)) == 0 {
+			if _, still := m[u]; still && !resembles(u, o.names) {
 				g.record(KindDropProperty, validate.PointerChild(p, u), m[u], nil)
 				delete(m, u)
 				changed = true
@@ -109,13 +109,13 @@ func (g *guider) fixObject(p string, errs []validate.Error) bool {
 	return changed
 }
 
-// renameKeys renames each unknown key that plainly means one absent
-// declared property, when that property is plainly meant by no other key
-// and the value fits it.
+// renameKeys renames each unknown key that is one absent declared property
+// written in another style (see sameWords), when no other key is that
+// property in another style and the value fits it.
 func (g *guider) renameKeys(p string, m map[string]any, o objectSchema, unknown []string) bool {
 	changed := false
 	for _, u := range unknown {
-		c := closest(u, o.names)
+		c := sameWords(u, o.names)
 		if len(c) != 1 {
 			continue
 		}
@@ -123,7 +123,7 @@ func (g *guider) renameKeys(p string, m map[string]any, o objectSchema, unknown 
 		if _, present := m[target]; present {
 			continue
 		}
-		if back := closest(target, unknown); len(back) != 1 || back[0] != u || !fits(m[u], o.props[target]) {
+		if back := sameWords(target, unknown); len(back) != 1 || back[0] != u || !fits(m[u], o.props[target]) {
 			continue
 		}
 		g.rename(p, m, u, target)
@@ -133,21 +133,20 @@ func (g *guider) renameKeys(p string, m map[string]any, o objectSchema, unknown 
 }
 
 // placeUnknown handles an object whose keys are unlike any declared name
-// while a required property is missing. Two readings can apply, and it acts
-// only when exactly one does:
-//   - {"element": "x"} for a schema requiring only "selector": one required
-//     property is missing, one key is unknown, its value is of the
-//     property's type as it is, and nothing else could have been meant (the
-//     key is the whole object, or the schema allows no other key).
-//   - {"history": 82, "math": 90} for a schema requiring only an object
-//     "grades": the object is the value of the one property it can belong
-//     to, a bare value like "myCoolButton" for "selector".
+// while a required property is missing. It wraps the object into the one
+// property it can belong to ({"history": 82, "math": 90} for a schema
+// requiring only an object "grades"), as a bare value like "myCoolButton"
+// is wrapped for "selector". It never renames: {"element": "x"} for a
+// schema requiring only "selector" may mean the selector or something the
+// tool does not take, and only the model can say. When that reading is
+// possible (one unknown key, one missing property, a value of its type),
+// the wrap is not the only reading either, and nothing is done.
 func (g *guider) placeUnknown(p string, m map[string]any, o objectSchema, unknown []string) bool {
 	if len(m) == 0 || len(unknown) != len(m) {
 		return false
 	}
 	for _, u := range unknown {
-		if len(closest(u, o.names)) != 0 {
+		if resembles(u, o.names) {
 			return false
 		}
 	}
@@ -157,26 +156,19 @@ func (g *guider) placeUnknown(p string, m map[string]any, o objectSchema, unknow
 			missing = append(missing, r)
 		}
 	}
-	rename := len(missing) == 1 && len(unknown) == 1 &&
+	renamable := len(missing) == 1 && len(unknown) == 1 &&
 		(len(m) == 1 || o.sch["additionalProperties"] == false) &&
 		declares(m[unknown[0]], o.props[missing[0]])
 	target, wrap := wrapTarget(o.sch)
-	if wrap {
-		wrap = declares(m, o.props[target]) && wrapsKeys(m, o.props[target])
-	}
-	switch {
-	case rename && !wrap:
-		g.rename(p, m, unknown[0], missing[0])
-	case wrap && !rename:
-		obj := map[string]any{target: m}
-		if !set(&g.root, p, obj) {
-			return false
-		}
-		g.record(KindWrapValue, p, m, obj)
-		g.done = append(g.done, p)
-	default:
+	if !wrap || renamable || !declares(m, o.props[target]) || !wrapsKeys(m, o.props[target]) {
 		return false
 	}
+	obj := map[string]any{target: m}
+	if !set(&g.root, p, obj) {
+		return false
+	}
+	g.record(KindWrapValue, p, m, obj)
+	g.done = append(g.done, p)
 	return true
 }
 
@@ -217,7 +209,7 @@ func quote(s string) string {
 // {"name": "click", "arguments": {...}} by their content, when neither key
 // is a declared property and the content is what the schema wants: its
 // required properties are there or, for a schema that requires none, each
-// of its keys is declared or plainly means a declared one.
+// of its keys is declared or a declared one in another style.
 func (g *guider) unwrapEnvelope(m map[string]any) bool {
 	sch, ok := g.doc.(map[string]any)
 	if !ok {
@@ -264,7 +256,7 @@ func (g *guider) unwrapEnvelope(m map[string]any) bool {
 	}
 	if len(req) == 0 && o.props != nil {
 		for k := range c {
-			if !o.known(k) && len(closest(k, o.names)) != 1 {
+			if !o.known(k) && len(sameWords(k, o.names)) != 1 {
 				return false
 			}
 		}

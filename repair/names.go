@@ -10,10 +10,14 @@ import (
 // a tool's name ("functions.get_weather").
 var toolPrefixes = []string{"functions.", "functions:", "functions/", "default_api.", "tools."}
 
-// ToolName maps a tool name that a model got wrong in case or spelling to
-// the one declared tool it plainly means. It returns false when no declared
-// name is close, or when more than one is equally close: choosing then would
-// be a guess. A declared name is returned as it is.
+// ToolName maps a tool name that a model wrote in another style to the one
+// declared tool it names: the same words in another case or separator style
+// (getWeather, Get-Weather for get_weather), behind a namespace
+// (functions.get_weather), or in the singular for the plural. It never maps
+// a different word, however close in spelling: lock_door is not unlock_door,
+// get_user is not set_user, and only the model can say which it meant. It
+// returns false when no declared name is the same words, or when more than
+// one is. A declared name is returned as it is.
 func ToolName(name string, declared []string) (string, bool) {
 	for _, d := range declared {
 		if d == name {
@@ -27,18 +31,17 @@ func ToolName(name string, declared []string) (string, bool) {
 			}
 		}
 	}
-	if c := closest(name, declared); len(c) == 1 {
+	if c := sameWords(name, declared); len(c) == 1 {
 		return c[0], true
 	}
 	return "", false
 }
 
-// closest returns the names that key plainly means, from the first tier of
-// likeness that any name reaches: the same words in another case or
+// sameWords returns the names that are key written in another style, from
+// the first tier that any name reaches: the same words in another case or
 // separator style (fileName, file_name, File-Name), then singular and
-// plural, then a small edit distance. Longer names tolerate more edits;
-// names shorter than four letters tolerate none (id is not ip).
-func closest(key string, names []string) []string {
+// plural. These are the only names a key or a tool name is mended to.
+func sameWords(key string, names []string) []string {
 	k := normalize(key)
 	if k == "" {
 		return nil
@@ -46,7 +49,6 @@ func closest(key string, names []string) []string {
 	tiers := [...]func(a, b string) bool{
 		func(a, b string) bool { return a == b },
 		func(a, b string) bool { return singular(a) == singular(b) },
-		func(a, b string) bool { return distance(a, b) <= maxDistance(a, b) },
 	}
 	for _, like := range tiers {
 		var out []string
@@ -60,6 +62,28 @@ func closest(key string, names []string) []string {
 		}
 	}
 	return nil
+}
+
+// resembles reports whether key is spelt like one of names: the same words,
+// or a small edit distance away (longer names tolerate more edits; names
+// shorter than four letters none: id is not ip). A resemblance is never
+// mended: min_price may be a typo of max_price or its opposite. It only
+// keeps a key from being dropped or wrapped, which would lose what the
+// model may have meant, so that the model is asked instead.
+func resembles(key string, names []string) bool {
+	if len(sameWords(key, names)) > 0 {
+		return true
+	}
+	k := normalize(key)
+	if k == "" {
+		return false
+	}
+	for _, n := range names {
+		if nn := normalize(n); distance(k, nn) <= maxDistance(k, nn) {
+			return true
+		}
+	}
+	return false
 }
 
 // normalize folds case and drops separators, so the spellings of one name

@@ -19,7 +19,7 @@ var toolNameCases = []struct {
 	{name: "upper-case", give: "GET_WEATHER", declared: []string{"get_weather"}, want: "get_weather", wantOK: true},
 	{name: "dotted", give: "math_factorial", declared: []string{"math.factorial"}, want: "math.factorial", wantOK: true},
 	{name: "namespace-prefix", give: "functions.get_weather", declared: []string{"get_weather"}, want: "get_weather", wantOK: true},
-	{name: "typo", give: "get_wether", declared: []string{"get_weather", "get_time"}, want: "get_weather", wantOK: true},
+	{name: "typo", give: "get_wether", declared: []string{"get_weather", "get_time"}},
 	{name: "plural", give: "list_file", declared: []string{"list_files"}, want: "list_files", wantOK: true},
 	{name: "far-from-all", give: "delete_everything", declared: []string{"get_weather", "get_time"}},
 	{name: "two-equally-close", give: "get_dat", declared: []string{"get_data", "get_date"}},

@@ -28,6 +28,9 @@ type Options struct {
 	// (finish_reason "length"): arguments that end early are then never
 	// closed, since nothing says they were complete.
 	CutOff bool
+	// Tool names the tool in the hints added to the errors (see
+	// KeywordUnknown); "" when there is no tool to name.
+	Tool string
 }
 
 // Result is the outcome for one call's arguments.
@@ -50,7 +53,22 @@ func (r Result) Valid() bool { return r.Errors == nil }
 // JSON of that field as the model sent it (normally a JSON string holding the
 // object). s may be nil when the tool's schema could not be compiled: then the
 // arguments must only be a JSON object.
+//
+// When the arguments stay invalid and an object among them holds keys that
+// its schema does not declare, the errors end with a hint per object that
+// names them and what the schema declares (KeywordUnknown).
 func Arguments(raw []byte, s *validate.Schema, opts Options) Result {
+	r := arguments(raw, s, opts)
+	if r.Errors == nil || s == nil || len(raw) > MaxInput {
+		return r
+	}
+	if v, err := validate.Decode(r.Args); err == nil {
+		r.Errors = append(r.Errors, unknownKeys(v, r.Errors, s, opts.Tool)...)
+	}
+	return r
+}
+
+func arguments(raw []byte, s *validate.Schema, opts Options) Result {
 	if len(raw) > MaxInput {
 		// Checked, not mended.
 		opts.Syntax, opts.SchemaGuided = false, false

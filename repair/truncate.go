@@ -225,7 +225,8 @@ func closable(v any, c *cut, s *validate.Schema, cutOff bool) *validate.Error {
 	return nil
 }
 
-// quoteList quotes up to n names, saying how many more there are.
+// quoteList quotes up to n names, each clipped (see clipName), saying how
+// many more there are.
 func quoteList(names []string, n int) string {
 	var b strings.Builder
 	for i, s := range names {
@@ -236,7 +237,7 @@ func quoteList(names []string, n int) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(strconv.Quote(s))
+		b.WriteString(strconv.Quote(clipName(s)))
 	}
 	return b.String()
 }

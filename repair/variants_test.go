@@ -123,11 +123,21 @@ func variants(t testing.TB, c corpusCall, closed *validate.Cache) []variant {
 		return "about that much", ok && (only1(sch, "integer") || only1(sch, "number"))
 	})
 
-	// Keys.
-	renameKey := func(kind string, f func(k string) string) {
+	// Keys: the first key, in key order, that f changes into a name that
+	// fits accepts is renamed.
+	names := slices.Collect(maps.Keys(props))
+	req := stringList(c.doc["required"])
+	sameName := func(_, nk string) bool { return len(sameWords(nk, names)) == 1 }
+	// A required key written as another word, however close in spelling (a
+	// typo, its opposite, its negation), is not mendable: only the model can
+	// say which word it meant.
+	otherWord := func(k, nk string) bool {
+		return c.doc["patternProperties"] == nil && slices.Contains(req, k) && len(sameWords(nk, names)) == 0
+	}
+	renameKey := func(kind string, f func(k string) string, fits func(k, nk string) bool) {
 		for _, k := range keys {
 			nk := f(k)
-			if nk == k || props[nk] != nil || len(closest(nk, slices.Collect(maps.Keys(props)))) != 1 {
+			if nk == k || props[nk] != nil || !fits(k, nk) {
 				continue
 			}
 			args := maps.Clone(c.args)
@@ -145,7 +155,7 @@ func variants(t testing.TB, c corpusCall, closed *validate.Cache) []variant {
 			}
 		}
 		return strings.Join(parts, "")
-	})
+	}, sameName)
 	renameKey("other-case-key", func(k string) string {
 		if strings.Contains(k, "_") {
 			return k
@@ -154,18 +164,8 @@ func variants(t testing.TB, c corpusCall, closed *validate.Cache) []variant {
 			return u
 		}
 		return strings.ToLower(k)
-	})
-	renameKey("typo-key", func(k string) string {
-		if len(k) < 8 || k[3] == k[4] {
-			return k
-		}
-		b := []byte(k)
-		b[3], b[4] = b[4], b[3]
-		return string(b)
-	})
-
+	}, sameName)
 	// Structure.
-	req := stringList(c.doc["required"])
 	if target, ok := wrapTarget(c.doc); ok && len(c.args) == 1 && c.args[target] != nil {
 		v := c.args[target]
 		addText("bare-value", string(mustEncode(t, v)))
@@ -184,6 +184,17 @@ func variants(t testing.TB, c corpusCall, closed *validate.Cache) []variant {
 		args["debug_trace_id"] = "x"
 		out = append(out, variant{kind: "unknown-key", raw: quoteJSON(t, string(mustEncode(t, args))), schema: s})
 	}
+
+	renameKey("typo-key", func(k string) string {
+		if len(k) < 8 || k[3] == k[4] {
+			return k
+		}
+		b := []byte(k)
+		b[3], b[4] = b[4], b[3]
+		return string(b)
+	}, otherWord)
+	renameKey("antonym-key", func(k string) string { return nearMiss(k, swapWord) }, otherWord)
+	renameKey("negated-key", func(k string) string { return nearMiss(k, negate) }, otherWord)
 
 	// Not mendable: information is missing or ambiguous.
 	var present []string
@@ -212,6 +223,67 @@ func variants(t testing.TB, c corpusCall, closed *validate.Cache) []variant {
 	}
 	addText("concatenated-different", text+`{"note":"another call"}`)
 	return out
+}
+
+// antonyms are words a key or a tool name may hold whose opposite is a
+// near-miss that means the reverse.
+var antonyms = func() map[string]string {
+	pairs := [][2]string{
+		{"min", "max"}, {"minimum", "maximum"}, {"from", "to"}, {"get", "set"}, {"include", "exclude"},
+		{"enable", "disable"}, {"enabled", "disabled"}, {"start", "end"}, {"begin", "end"}, {"before", "after"},
+		{"lock", "unlock"}, {"open", "close"}, {"add", "remove"}, {"show", "hide"}, {"input", "output"},
+		{"first", "last"}, {"upper", "lower"}, {"allow", "deny"}, {"in", "out"}, {"on", "off"}, {"read", "write"},
+		{"old", "new"}, {"src", "dst"}, {"source", "target"}, {"left", "right"}, {"top", "bottom"},
+		{"increase", "decrease"}, {"accept", "reject"}, {"ascending", "descending"}, {"asc", "desc"},
+		{"sender", "receiver"}, {"buy", "sell"}, {"credit", "debit"}, {"import", "export"}, {"upload", "download"},
+		{"encrypt", "decrypt"}, {"push", "pull"}, {"start_date", "end_date"}, {"lat", "lon"}, {"width", "height"},
+	}
+	m := map[string]string{}
+	for _, p := range pairs {
+		m[p[0]], m[p[1]] = p[1], p[0]
+	}
+	return m
+}()
+
+// nearMiss applies f to the first word of a snake_case key that it
+// changes, returning the key unchanged when it changes none.
+func nearMiss(k string, f func(w string) string) string {
+	words := strings.Split(k, "_")
+	for i, w := range words {
+		if nw := f(w); nw != w {
+			words[i] = nw
+			return strings.Join(words, "_")
+		}
+	}
+	return k
+}
+
+// swapWord returns the opposite of a word, keeping its case.
+func swapWord(w string) string {
+	o, ok := antonyms[strings.ToLower(w)]
+	switch {
+	case !ok:
+		return w
+	case w == strings.ToUpper(w):
+		return strings.ToUpper(o)
+	case w[:1] == strings.ToUpper(w[:1]):
+		return strings.ToUpper(o[:1]) + o[1:]
+	}
+	return o
+}
+
+// negate adds or strips a negating prefix (un-, dis-, non-) on a word of
+// three letters or more.
+func negate(w string) string {
+	if len(w) < 3 || strings.ToLower(w) != w {
+		return w
+	}
+	for _, p := range []string{"un", "dis", "non"} {
+		if rest, ok := strings.CutPrefix(w, p); ok && len(rest) >= 3 {
+			return rest
+		}
+	}
+	return "un" + w
 }
 
 func quoteJSON(t testing.TB, s string) []byte { return mustEncode(t, s) }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
+	"github.com/toolguard/toolguard/repair"
 	"github.com/toolguard/toolguard/validate"
 )
 
@@ -47,7 +48,7 @@ func Details(c *Call) []Detail {
 			}
 		default:
 			msg := e.Message
-			if e.Keyword != "syntax" && e.Keyword != "tool" {
+			if e.Keyword != "syntax" && e.Keyword != "tool" && e.Keyword != repair.KeywordUnknown {
 				if v := valueAt(c.Args, e.Path); v != "" {
 					msg += "; found " + wire.Clip(v, 120)
 				}

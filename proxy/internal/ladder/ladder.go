@@ -140,6 +140,15 @@ func (c *Call) ToolName() string {
 	return c.Name
 }
 
+// messageName is the tool's name as the model's feedback gives it: "" for
+// the reply's content (OutputTool), which is no tool the model called.
+func (t *Tool) messageName() string {
+	if t.Name == OutputTool {
+		return ""
+	}
+	return t.Name
+}
+
 // Exchange is one inspected request: its tools and rules, and what became
 // of every call checked for it, in every attempt.
 type Exchange struct {
@@ -237,6 +246,7 @@ func (x *Exchange) Check(s Sent, attempt int, mend, cutOff bool) *Call {
 		Syntax:       mend && rules.Mode.Repairs(),
 		SchemaGuided: mend && rules.Mode.Repairs() && rules.SchemaRepair,
 		CutOff:       cutOff,
+		Tool:         c.Tool.messageName(),
 	})
 	c.Args, c.Edits, c.Errs = res.Args, res.Edits, res.Errors
 	switch {

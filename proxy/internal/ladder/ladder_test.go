@@ -81,7 +81,9 @@ func TestCheck(t *testing.T) {
 		wantArgs  string
 	}{
 		{name: "valid", give: click("a", `{"selector":"#a"}`), wantValid: true, wantArgs: `{"selector":"#a"}`},
-		{name: "near-miss key", give: click("a", `{"element":"#a"}`), wantValid: true, wantEdits: 1, wantArgs: `{"selector":"#a"}`},
+		{name: "key in another case", give: click("a", `{"Selector":"#a"}`), wantValid: true, wantEdits: 1, wantArgs: `{"selector":"#a"}`},
+		{name: "key as another word", give: click("a", `{"element":"#a"}`), wantValid: false, wantArgs: `{"element":"#a"}`},
+		{name: "name as another word", give: Sent{ID: "a", Name: "unclick", Args: quote(`{"selector":"#a"}`)}, wantValid: false},
 		{name: "bare string", give: click("a", `"#a"`), wantValid: true, wantEdits: 1, wantArgs: `{"selector":"#a"}`},
 		{name: "object not string", give: Sent{ID: "a", Name: "click", Args: `{"selector":"#a"}`}, wantValid: true, wantEdits: 1, wantArgs: `{"selector":"#a"}`},
 		{name: "no arguments", give: Sent{ID: "a", Name: "click"}, wantValid: false},
@@ -103,7 +105,7 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
-	if c := x.Check(click("a", `{"element":"#a"}`), 0, false, false); c.Valid() {
+	if c := x.Check(click("a", `{"Selector":"#a"}`), 0, false, false); c.Valid() {
 		t.Errorf("without mend, a near miss is invalid")
 	}
 }
@@ -124,7 +126,7 @@ func TestSettle(t *testing.T) {
 		wantGaveUp  bool
 	}{
 		{name: "valid needs no re-ask", maxReasks: 2, first: good, wantValid: true, wantCalls: 1, wantOutcome: OutcomeValid},
-		{name: "repaired needs no re-ask", maxReasks: 2, first: []Sent{click("a", `{"element":"#a"}`)}, wantValid: true, wantCalls: 1, wantOutcome: OutcomeRepaired},
+		{name: "repaired needs no re-ask", maxReasks: 2, first: []Sent{click("a", `{"Selector":"#a"}`)}, wantValid: true, wantCalls: 1, wantOutcome: OutcomeRepaired},
 		{name: "corrected on the first re-ask", maxReasks: 2, first: bad, script: [][]Sent{good}, wantAsked: 1, wantValid: true, wantCalls: 1, wantOutcome: OutcomeReasked},
 		{name: "never corrects: the budget bounds it", maxReasks: 3, first: bad, script: [][]Sent{bad}, wantAsked: 3, wantCalls: 1, wantOutcome: OutcomeFailed},
 		{name: "no budget", maxReasks: 0, first: bad, wantCalls: 1, wantOutcome: OutcomeFailed},
