@@ -24,7 +24,7 @@ func TestTextCalls(t *testing.T) {
 	}{
 		{name: "hermes", content: `<tool_call>{"name": "click", "arguments": {"selector": "#a"}}</tool_call>`,
 			wantCalls: []string{`click {"selector":"#a"}`}, outcome: "repaired"},
-		{name: "hermes-with-text", content: "Let me click it.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"element\": \"#a\"}}</tool_call>",
+		{name: "hermes-with-text", content: "Let me click it.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"Selector\": \"#a\"}}</tool_call>",
 			wantCalls: []string{`click {"selector":"#a"}`}, wantText: "Let me click it.", outcome: "repaired"},
 		{name: "mistral", content: `[TOOL_CALLS][{"name": "click", "arguments": {"selector": "#b"}}]`,
 			wantCalls: []string{`click {"selector":"#b"}`}, outcome: "repaired"},
@@ -35,8 +35,7 @@ func TestTextCalls(t *testing.T) {
 			change: func(c *policy.Config) { c.TextCalls = policy.TextCallsAll }, wantCalls: []string{`click {"selector":"#d"}`}, wantText: "Thought: I should click.", outcome: "repaired"},
 		{name: "prose-stays-text", content: "You can call click with a selector, for example <tool_call>{\"name\": \"click\", \"arguments\": {}}</tool_call>.",
 			wantText: "You can call click with a selector, for example <tool_call>{\"name\": \"click\", \"arguments\": {}}</tool_call>.", outcome: "none"},
-		{name: "undeclared-stays-text", content: `<tool_call>{"name": "type", "arguments": {"text": "x"}}</tool_call>`,
-			wantText: `<tool_call>{"name": "type", "arguments": {"text": "x"}}</tool_call>`, outcome: "none"},
+		{name: "undeclared-unmarked-stays-text", content: `[type(text="x")]`, wantText: `[type(text="x")]`, outcome: "none"},
 		{name: "switch-off", content: `<tool_call>{"name": "click", "arguments": {"selector": "#a"}}</tool_call>`,
 			change: func(c *policy.Config) { c.TextCalls = policy.TextCallsOff }, wantText: `<tool_call>{"name": "click", "arguments": {"selector": "#a"}}</tool_call>`, outcome: "none"},
 	}
@@ -120,7 +119,7 @@ func TestTextCallsReasked(t *testing.T) {
 // around it as content and the call as a real call; and a stream of plain
 // text with tools declared passes as it came.
 func TestTextCallsStreamSplitAtEveryByte(t *testing.T) {
-	content := "Sure — let me click <b>it</b>.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"element\": \"#a\"}}</tool_call>"
+	content := "Sure — let me click <b>it</b>.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"Selector\": \"#a\"}}</tool_call>"
 	stream := strings.Join(fake.Chat.Events(fake.Reply{Text: content}, 5), "")
 	var split atomic.Int64
 	up := newUpstream(t)

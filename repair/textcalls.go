@@ -24,6 +24,11 @@ type TextFormats struct {
 // TextCall is one tool call found written in text.
 type TextCall struct {
 	// Name is the declared tool the written name maps to (see ToolName).
+	// A call behind an explicit marker (a <tool_call> block, [TOOL_CALLS],
+	// a model's call tokens) whose name maps to no declared tool keeps its
+	// name as written: the model plainly made a call, of a tool that may be
+	// another word for a declared one (lock_door for unlock_door), and only
+	// the model can say which it meant, when asked again.
 	Name string
 	// Arguments is the JSON text of the arguments: an object as written
 	// (or as mended in form only, or built from XML-like pairs), or for
@@ -44,11 +49,15 @@ const (
 	maxTextScan = 1 << 20
 	// maxTextCalls bounds the calls taken from one text.
 	maxTextCalls = 64
+	// maxWrittenName bounds an undeclared name a call keeps (see
+	// TextCall.Name): the longest name the OpenAI API accepts.
+	maxWrittenName = 64
 )
 
 // TextCalls finds the tool calls written in text. It returns nil unless
-// every call it finds names exactly one declared tool (see ToolName) and
-// has arguments that can be read without guessing: all or nothing, since
+// every call it finds has arguments that can be read without guessing, and
+// names exactly one declared tool (see ToolName) or is behind an explicit
+// marker (see TextCall.Name): all or nothing, since
 // converting some calls and leaving others as text would split one answer
 // in two. Text inside <think> blocks, inline code and code blocks is never
 // read as a call, nor is a call introduced as an example; the text outside
@@ -65,7 +74,7 @@ func TextCalls(text string, declared []string, f TextFormats) []TextCall {
 	if !w.anyStart(f) {
 		return nil
 	}
-	s := &textScan{text: text, declared: declared}
+	s := &textScan{text: text, declared: declared, marked: true}
 	prev := from
 	for {
 		i, m := w.next()
@@ -83,6 +92,7 @@ func TextCalls(text string, declared []string, f TextFormats) []TextCall {
 		s.calls[len(s.calls)-1].End = end
 		w.i, prev = end, end
 	}
+	s.marked = false
 	if len(s.calls) > 0 {
 		if f.ReAct && s.react(from, w.quoted) != 0 {
 			return nil // two families of call in one text: which is meant is a guess
@@ -164,7 +174,7 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 // they are closed, and reports false when one of them is certain to be
 // refused: then TextCalls refuses the whole text.
 func readable(w *walker, declared []string, prev, i int, m *textMarker) bool {
-	s := textScan{text: w.text, declared: declared}
+	s := textScan{text: w.text, declared: declared, marked: true}
 	for ; i >= 0; i, m = w.next() {
 		if framedAsExample(w.text[prev:i]) {
 			return false
@@ -224,6 +234,9 @@ type textScan struct {
 	text     string
 	declared []string
 	calls    []TextCall
+	// marked is set while calls behind explicit markers are read: their
+	// names need not be declared (see TextCall.Name).
+	marked bool
 }
 
 // found is one call read from text, before its name is mapped.
@@ -233,7 +246,10 @@ type found struct {
 	start, end int
 }
 
-// add maps each call's name to a declared tool and records it. The calls
+// add maps each call's name to a declared tool and records it; a marked
+// call whose name maps to none keeps its name as written, when it is a
+// plausible name (no spaces or brackets, at most maxWrittenName bytes).
+// The calls
 // of one block share its span: the first starts where the block does, each
 // ends where the next starts, and the last ends with the block.
 func (s *textScan) add(start, end int, format string, calls ...found) bool {
@@ -241,7 +257,11 @@ func (s *textScan) add(start, end int, format string, calls ...found) bool {
 		return false
 	}
 	for k, c := range calls {
-		name, ok := ToolName(strings.TrimSpace(c.name), s.declared)
+		written := strings.TrimSpace(c.name)
+		name, ok := ToolName(written, s.declared)
+		if !ok && s.marked && len(written) <= maxWrittenName && validName(written) {
+			name, ok = written, true
+		}
 		if !ok || c.args == nil {
 			return false
 		}
