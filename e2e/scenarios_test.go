@@ -30,7 +30,7 @@ const toolguardMessage = "could not be made valid"
 
 var scenarios = []scenario{
 	{name: "bare-string", first: `"myCoolButton"`},
-	{name: "near-miss-key", first: `{"element": "myCoolButton"}`},
+	{name: "near-miss-key", first: `{"element": "myCoolButton"}`, corrected: wantArgs, wantReasks: 1},
 	{name: "truncated-json", first: `{"selector": "myCoolButton"`},
 	{name: "missing-field-reask", first: `{}`, corrected: wantArgs, wantReasks: 1},
 	{name: "never-corrects", first: `{}`, corrected: `{}`, wantError: true, wantReasks: maxReasks},
@@ -40,6 +40,6 @@ var scenarios = []scenario{
 // content, as serving stacks without a tool parser return it.
 var textScenarios = []scenario{
 	{name: "hermes-text", text: `<tool_call>{"name": "click", "arguments": {"selector": "myCoolButton"}}</tool_call>`},
-	{name: "hermes-text-near-miss", text: "I'll click it.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"element\": \"myCoolButton\"}}</tool_call>"},
+	{name: "hermes-text-near-miss", text: "I'll click it.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"element\": \"myCoolButton\"}}</tool_call>", corrected: wantArgs, wantReasks: 1},
 	{name: "mistral-text", text: `[TOOL_CALLS][{"name": "click", "arguments": {"selector": "myCoolButton"}}]`},
 }
