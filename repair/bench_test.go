@@ -11,7 +11,7 @@ import (
 var benchKinds = []string{
 	"valid", "object-arguments", "fence", "tokens", "prose-before-and-after", "single-quotes",
 	"python-literals", "trailing-comma", "click-truncated", "double-encoded",
-	"concatenated-identical", "string-for-integer", "click-bare-string", "click-element-key",
+	"concatenated-identical", "string-for-integer", "click-bare-string", "click-other-case-key", "click-element-key",
 	"camel-case-key", "enum-case", "scalar-for-array", "drop-unknown", "envelope-name-arguments",
 	"missing-required",
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/internal/fake"
@@ -36,14 +38,15 @@ const (
 var demoCases = []demoCase{
 	{"a valid call", `{"selector":"#submit"}`, "", demoChat},
 	{"a bare string where an object is declared", `"myCoolButton"`, "", demoChat},
-	{"a near-miss key", `{"element":"myCoolButton"}`, "", demoChat},
+	{"a key in another case", `{"Selector":"myCoolButton"}`, "", demoChat},
+	{"a near-miss key: another word is asked about, never renamed", `{"element":"myCoolButton"}`, `{"selector":"myCoolButton"}`, demoChat},
 	{"truncated JSON", `{"selector": "myCoolButton"`, "", demoChat},
 	{"JSON fenced in markdown", "```json\n{\"selector\": \"myCoolButton\"}\n```", "", demoChat},
 	{"a missing required field, fixed when re-asked", `{}`, `{"selector":"#login"}`, demoChat},
 	{"a model that never corrects itself", `{}`, "", demoChat},
 	{"the Responses API: a missing required field, fixed when re-asked", `{}`, `{"selector":"#login"}`, demoResponses},
 	{"structured output: JSON content fenced, with a trailing comma", "```json\n{\"button\": \"#login\", \"clicks\": 1,}\n```", "", demoStructured},
-	{"a call written as text (Hermes format)", `<tool_call>{"name": "click", "arguments": {"element": "#login"}}</tool_call>`, "", demoTextCall},
+	{"a call written as text (Hermes format)", `<tool_call>{"name": "click", "arguments": {"Selector": "#login"}}</tool_call>`, "", demoTextCall},
 }
 
 const clickParameters = `{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"],"additionalProperties":false}`
@@ -80,7 +83,8 @@ func runDemo(ctx context.Context, cfg policy.Config, out io.Writer) error {
 	defer guard.Close()
 
 	fmt.Fprintf(out, "toolguard demo: mode=%s, max re-asks=%d, on failure=%s\n", cfg.Mode, cfg.MaxReasks, cfg.OnFailure)
-	fmt.Fprintf(out, "tool declared: click({\"selector\": string}, required); response format (case 9): {\"button\": string, \"clicks\": integer}\n\n")
+	structured := slices.IndexFunc(demoCases, func(c demoCase) bool { return c.kind == demoStructured }) + 1
+	fmt.Fprintf(out, "tool declared: click({\"selector\": string}, required); response format (case %d): {\"button\": string, \"clicks\": integer}\n\n", structured)
 	for i, c := range demoCases {
 		path, body, f := "/v1/chat/completions", demoRequest, fake.Chat
 		switch c.kind {
@@ -107,6 +111,9 @@ func runDemo(ctx context.Context, cfg policy.Config, out io.Writer) error {
 		fmt.Fprintf(out, "%d. %s\n", i+1, c.name)
 		fmt.Fprintf(out, "   model sent:      %s\n", oneLine(c.first))
 		if c.second != "" {
+			for k, line := range feedback.lines(i) {
+				fmt.Fprintf(out, "   %-17s%s\n", map[bool]string{true: "toolguard asked:"}[k == 0], line)
+			}
 			fmt.Fprintf(out, "   when re-asked:   %s\n", oneLine(c.second))
 		}
 		fmt.Fprintf(out, "   client received: HTTP %d, outcome=%s, re-asks=%s, repairs=%s\n", resp.StatusCode,
@@ -142,6 +149,13 @@ func scriptedModel(w http.ResponseWriter, r *http.Request) {
 	args := c.first
 	if f.Reasked(body) && c.second != "" {
 		args = c.second
+		// What toolguard told the model of its call: a chat tool message,
+		// or a Responses function_call_output.
+		told := gjson.GetBytes(body, `messages.#(role=="tool").content`).String()
+		if f == fake.Responses {
+			told = gjson.GetBytes(body, `input.#(type=="function_call_output").output`).String()
+		}
+		feedback.set(i, told)
 	}
 	reply := fake.Reply{Model: "demo-model", Calls: []fake.Call{{ID: "call_1", Name: "click", Args: args}}, In: 20, Out: 10}
 	if c.kind == demoStructured || c.kind == demoTextCall {
@@ -149,6 +163,34 @@ func scriptedModel(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, f.JSON(reply))
+}
+
+// feedback keeps, by case, what toolguard told the scripted model when it
+// asked again.
+var feedback = &demoFeedback{told: map[int]string{}}
+
+type demoFeedback struct {
+	mu   sync.Mutex
+	told map[int]string
+}
+
+func (d *demoFeedback) set(i int, s string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.told[i] = s
+}
+
+// lines returns the error lines ("- /path: message") of a case's feedback.
+func (d *demoFeedback) lines(i int) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(d.told[i], "\n") {
+		if strings.HasPrefix(l, "- ") {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }

@@ -87,7 +87,9 @@ func TestDemoShowsEveryOutcome(t *testing.T) {
 	if err := run(context.Background(), []string{"-demo"}, nil, &out, io.Discard, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"outcome=valid", "outcome=repaired", "outcome=reasked", "outcome=failed", `arguments {"selector":"myCoolButton"}`} {
+	for _, want := range []string{"outcome=valid", "outcome=repaired", "outcome=reasked", "outcome=failed", `arguments {"selector":"myCoolButton"}`,
+		// The near-miss key is asked about, with what the tool declares.
+		`toolguard asked: - /selector: missing required property`, `unknown property "element"; tool "click" declares "selector"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

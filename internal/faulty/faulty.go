@@ -161,7 +161,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, args string, fau
 func arguments(kind string, reasked bool) string {
 	switch kind {
 	case "repairable":
-		return `{"element": "myCoolButton"}`
+		return `{"Selector": "myCoolButton"}`
 	case "reask":
 		if reasked {
 			return `{"selector":"#fixed"}`

@@ -4,8 +4,8 @@
 // ({"selector": string}, required), chosen by the request's model:
 //
 //   - "valid" (or any other model): valid arguments, {"selector":"#login-button"}.
-//   - "repair": {"element":"#login-button"}, which toolguard mends locally
-//     by renaming the key it plainly means.
+//   - "repair": {"Selector":"#login-button"}, which toolguard mends locally
+//     by renaming the key, written in another case, to the declared one.
 //   - "reask": {}, which misses the required selector and cannot be mended;
 //     a re-ask (a request whose messages hold a "role":"tool" message) is
 //     answered with valid arguments.
@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string) error {
 // The arguments field (a JSON string literal) of each kind of call.
 var arguments = map[string]string{
 	"valid":  `"{\"selector\":\"#login-button\"}"`,
-	"repair": `"{\"element\":\"#login-button\"}"`,
+	"repair": `"{\"Selector\":\"#login-button\"}"`,
 	"reask":  `"{}"`,
 }
 
