@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -30,7 +31,8 @@ func nodeClient(name, script string) client {
 				"E2E_STREAM="+strconv.FormatBool(stream),
 				"E2E_EXPECT="+expect,
 				"E2E_WANT_ARGS="+wantArgs,
-				"E2E_WANT_ERROR="+toolguardMessage,
+				"E2E_WANT_ERROR="+cmp.Or(sc.wantMessage, toolguardMessage),
+				"E2E_WANT_STATUS="+strconv.Itoa(cmp.Or(sc.wantStatus, 400)),
 			)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

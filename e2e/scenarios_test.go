@@ -16,6 +16,11 @@ type scenario struct {
 	// text, if set, is the model's first answer written as text in the
 	// content, with no tool call: a call written as text.
 	text string
+	// wantMessage and wantStatus are the error the client must get when it
+	// is not toolguard's failure to make a call valid (toolguardMessage,
+	// 400): a reply toolguard refuses to pass unchecked.
+	wantMessage string
+	wantStatus  int
 }
 
 // maxReasks is TOOLGUARD_MAX_REASKS for every toolguard the suite starts.

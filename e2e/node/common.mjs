@@ -18,6 +18,9 @@ export const cfg = {
   expect: need('E2E_EXPECT'),
   wantArgs: JSON.parse(need('E2E_WANT_ARGS')),
   wantError: need('E2E_WANT_ERROR'),
+  // The status of an error answered before any event (a stream's error
+  // event has none).
+  wantStatus: Number(process.env.E2E_WANT_STATUS ?? 400),
 };
 
 export const model = 'gpt-e2e';
@@ -64,8 +67,9 @@ function errorMessage(err) {
 }
 
 // checkError is the assertion on an error: it must be the SDK's own
-// (isSDKError), carry toolguard's message, and have no status a client
-// retries (toolguard answers 400).
+// (isSDKError), carry toolguard's message, and have the status wanted:
+// 400, which no client retries, when a call cannot be made valid; 502 when
+// the upstream's reply cannot be checked (wantStatus).
 export function checkError(err, isSDKError) {
   // A stream may deliver the error as data, an object that is no Error.
   const name = err instanceof Error ? err.constructor.name : 'error event';
@@ -79,8 +83,8 @@ export function checkError(err, isSDKError) {
     detail = `the error is not the SDK's own: ${observed}`;
   } else if (!message.includes(cfg.wantError)) {
     detail = `the error does not carry toolguard's message ${JSON.stringify(cfg.wantError)}`;
-  } else if (status !== undefined && status !== 400) {
-    detail = `status ${status}, want 400`;
+  } else if (status !== undefined && status !== cfg.wantStatus) {
+    detail = `status ${status}, want ${cfg.wantStatus}`;
   }
   return { ok: detail === '', observed, detail, ...(detail && err instanceof Error ? { stack: err.stack } : {}) };
 }

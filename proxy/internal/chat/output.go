@@ -15,9 +15,14 @@ import (
 // events it came in when it needs no change, else as one chunk.
 
 // settleContent settles the held content of a finished choice that made
-// no calls.
+// no calls. A choice that sent no content is checked as an empty output,
+// as a reply with null content is; one that refused is not checked.
 func (r *stream) settleContent(sc *streamChoice) {
-	if r.output == nil || !sc.sawContent {
+	if r.output == nil {
+		return
+	}
+	if sc.refused {
+		r.releaseContent(sc)
 		return
 	}
 	x := r.X

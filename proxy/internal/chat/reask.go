@@ -131,7 +131,11 @@ func (q *Request) Answer(t *ladder.Turn, reply []byte) (ladder.Answer, error) {
 	w := turnOf(t)
 	var sent []ladder.Sent
 	if w.output {
-		if s, ok := q.content(msg); ok {
+		s, ok, err := q.content(msg)
+		if err != nil {
+			return ladder.Answer{}, fmt.Errorf("the upstream's reply is malformed: %w", err)
+		}
+		if ok {
 			sent = append(sent, s)
 		}
 	} else if _, err := sentOf(msg, func(s ladder.Sent) bool { sent = append(sent, s); return true }); err != nil {

@@ -93,7 +93,12 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 				}
 			}
 			if !converted && q.output != nil {
-				if s, ok := q.content(msg); ok {
+				s, ok, cerr := q.content(msg)
+				if cerr != nil {
+					err = fmt.Errorf("choice %d: %w", k.Int(), cerr)
+					return false
+				}
+				if ok {
 					calls, output = append(calls, x.Check(s, 0, true, cutOff)), true
 				}
 			}
@@ -132,14 +137,24 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 }
 
 // content reads a message's content as the call that stands for it under a
-// JSON response_format: a string content, when the model did not refuse
-// (a refusal passes as it is).
-func (q *Request) content(msg gjson.Result) (ladder.Sent, bool) {
+// JSON response_format: a string content, or "" for none (null or absent:
+// an empty output, checked as a stream that sent no content is), when the
+// model did not refuse (a refusal passes as it is). Content in another
+// shape (an array of parts, a number) is an error: clients read it in ways
+// of their own, and it would reach them unchecked.
+func (q *Request) content(msg gjson.Result) (ladder.Sent, bool, error) {
 	c := msg.Get("content")
-	if r := msg.Get("refusal"); c.Type != gjson.String || (r.Type == gjson.String && r.Str != "") {
-		return ladder.Sent{}, false
+	if r := msg.Get("refusal"); r.Type == gjson.String && r.Str != "" {
+		return ladder.Sent{}, false, nil
 	}
-	return ladder.Sent{Name: ladder.OutputTool, Tool: q.output, Args: c.Raw}, true
+	args := c.Raw
+	switch {
+	case c.Type == gjson.Null:
+		args = `""`
+	case c.Type != gjson.String:
+		return ladder.Sent{}, false, fmt.Errorf("message.content is a JSON %s, not a string: under a JSON response_format toolguard reads only a string", typeOf(c))
+	}
+	return ladder.Sent{Name: ladder.OutputTool, Tool: q.output, Args: args}, true, nil
 }
 
 // sentOf reads the calls of one assistant message, handing each to add

@@ -188,12 +188,21 @@ func (r *stream) handle(ev []byte) {
 		delta.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "content":
+				if v.Type != gjson.String && v.Type != gjson.Null {
+					// Clients join content deltas as they come (openai-node
+					// adds a number or an array to the string): the content
+					// they assemble is not what toolguard would check.
+					r.fail(wire.MalformedReply(fmt.Errorf("delta.content is a JSON %s, not a string", typeOf(v))), nil)
+					return false
+				}
 				if v.Type == gjson.String {
 					sc.content = append(sc.content, v.Str...)
 					r.total += int64(len(v.Str))
 					hasContent, sc.sawContent = r.output != nil, true
 					textDelta = v.Str != "" && r.output == nil
 				}
+			case "refusal":
+				sc.refused = sc.refused || v.Type == gjson.String && v.Str != ""
 			case "tool_calls", "function_call":
 				if v.Type == gjson.Null {
 					return true

@@ -48,6 +48,7 @@ type streamChoice struct {
 	heldContent  [][]byte
 	contentSynth bool
 	sawContent   bool
+	refused      bool // a refusal delta came: the content is not checked
 	// With calls written as text converted, content[:emitted] has gone to
 	// the client and the rest is held: it may be the start of a call.
 	// holding is set once something was held; since when, holdSince.

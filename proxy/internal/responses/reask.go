@@ -151,7 +151,11 @@ func (q *Request) Answer(tt *ladder.Turn, reply []byte) (ladder.Answer, error) {
 	var sent []ladder.Sent
 	t := turnOf(tt)
 	if t.output {
-		if at, ok := textOf(output); ok {
+		at, shape := readText(output)
+		switch shape {
+		case unreadText:
+			return ladder.Answer{}, fmt.Errorf("the upstream's reply is malformed: %w", errUnreadText)
+		case oneText:
 			sent = append(sent, ladder.Sent{Name: ladder.OutputTool, Tool: q.output, Args: wire.Quote(at.text)})
 			t.lastText = at.text
 		}

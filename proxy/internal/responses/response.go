@@ -97,7 +97,11 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 	}
 	t := &turn{}
 	if len(calls) == 0 {
-		if at, ok := textOf(output); ok {
+		at, shape := readText(output)
+		if shape == unreadText && q.output != nil {
+			return nil, errUnreadText
+		}
+		if shape == oneText {
 			if found := x.ReadTextCalls(at.text, 0); found.Sent != nil {
 				for _, s := range found.Sent {
 					calls = append(calls, x.Check(s, 0, true, cut))
@@ -135,33 +139,69 @@ type textAt struct {
 	item, part int
 }
 
-// textOf finds the text of an output that holds one assistant message
-// with one output_text part (and no refusal), as a reply to a request
-// for JSON or with tools declared does; ok is false otherwise.
-func textOf(output gjson.Result) (textAt, bool) {
+// textShape is how an output holds its text.
+type textShape int
+
+const (
+	noText      textShape = iota // no message, or messages with no parts
+	oneText                      // one message with one output_text part
+	refusalOnly                  // messages whose parts are all refusals
+	unreadText                   // any other shape: two messages or parts, text beside a refusal...
+)
+
+// readText finds the text of an output: where its one output_text part is
+// when it has one message with one such part, as a reply to a request for
+// JSON or with tools declared does, and otherwise the shape it is in.
+func readText(output gjson.Result) (textAt, textShape) {
 	var at textAt
-	found := 0
+	messages, texts, refusals, others := 0, 0, 0, 0
 	output.ForEach(func(i, item gjson.Result) bool {
 		if item.Get("type").Str != "message" {
 			return true
 		}
-		found++
-		item.Get("content").ForEach(func(j, part gjson.Result) bool {
-			switch part.Get("type").Str {
-			case "output_text":
-				if t := part.Get("text"); t.Type == gjson.String {
-					at = textAt{text: t.Str, item: int(i.Int()), part: int(j.Int())}
-					found += 10
-				}
-			case "refusal":
-				found += 100
+		messages++
+		content := item.Get("content")
+		if content.Exists() && content.Type != gjson.Null && !content.IsArray() {
+			others++
+			return true
+		}
+		content.ForEach(func(j, part gjson.Result) bool {
+			switch t := part.Get("text"); {
+			case part.Get("type").Str == "output_text" && t.Type == gjson.String:
+				at = textAt{text: t.Str, item: int(i.Int()), part: int(j.Int())}
+				texts++
+			case part.Get("type").Str == "refusal":
+				refusals++
+			default:
+				others++
 			}
 			return true
 		})
 		return true
 	})
-	return at, found == 11
+	switch {
+	case messages == 1 && texts == 1 && refusals == 0 && others == 0:
+		return at, oneText
+	case texts == 0 && others == 0 && refusals > 0:
+		return textAt{}, refusalOnly
+	case texts == 0 && others == 0:
+		return textAt{}, noText
+	}
+	return textAt{}, unreadText
 }
+
+// textOf finds the text of an output that holds one assistant message
+// with one output_text part (and no refusal); ok is false otherwise.
+func textOf(output gjson.Result) (textAt, bool) {
+	at, shape := readText(output)
+	return at, shape == oneText
+}
+
+// errUnreadText refuses an output whose text is in a shape that toolguard
+// does not check under a JSON text.format: clients read one part or join
+// them all, and would get text that was not checked.
+var errUnreadText = errors.New("under a JSON text.format, the output's text is not one output_text part of one message " +
+	"(two messages, two text parts, text beside a refusal, or a part of another type): toolguard does not check it")
 
 // sentOf reads the function_call items of an output array, handing each
 // to add until it returns false. A function_call item in a shape no client

@@ -220,6 +220,12 @@ func (r *stream) handle(ev []byte) {
 		r.holdEvent(hc, ev, e)
 		return
 	}
+	if r.output != nil && (strings.HasPrefix(typ, "response.output_text.") || strings.HasPrefix(typ, "response.content_part.")) {
+		// Text of no message this stream added: clients would show it,
+		// and it was not held to be checked.
+		r.fail(wire.MalformedReply(fmt.Errorf("%s for output_index %d, which is not a message added before", wire.Clip(typ, 64), idx)))
+		return
+	}
 	if typ == "response.output_item.done" {
 		if _, added := r.index[idx]; !added {
 			r.fail(wire.MalformedReply(fmt.Errorf("an item is done at output_index %d, which was never added", idx)))
@@ -531,15 +537,21 @@ func (r *stream) finish(ev []byte, e gjson.Result) {
 }
 
 // completedMatches reports whether every function_call item of the
-// terminal response is a call the stream held and sent as it is there.
+// terminal response, and under a JSON text.format every message, is one
+// the stream held and sent as it is there.
 func (r *stream) completedMatches(resp gjson.Result) bool {
 	ok := true
 	resp.Get("output").ForEach(func(i, it gjson.Result) bool {
-		if it.Get("type").Str != "function_call" {
-			return true
+		switch it.Get("type").Str {
+		case "function_call":
+			hc := r.calls[i.Int()]
+			ok = hc != nil && hc.released && hc.item == it.Raw
+		case "message":
+			if r.output != nil {
+				hc := r.calls[i.Int()]
+				ok = hc != nil && hc.released && r.final[hc.index] == it.Raw
+			}
 		}
-		hc := r.calls[i.Int()]
-		ok = hc != nil && hc.released && hc.item == it.Raw
 		return ok
 	})
 	return ok

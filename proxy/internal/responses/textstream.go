@@ -53,8 +53,12 @@ func (r *stream) settleText(resp gjson.Result) {
 			items = append(items, hc.item)
 		}
 	}
-	at, ok := textOf(gjson.Parse("[" + strings.Join(items, ",") + "]"))
-	if !ok {
+	at, shape := readText(gjson.Parse("[" + strings.Join(items, ",") + "]"))
+	switch shape {
+	case unreadText:
+		r.fail(wire.MalformedReply(errUnreadText))
+		return
+	case noText, refusalOnly:
 		for _, hc := range r.messages {
 			r.releaseHeld(hc)
 		}
@@ -78,9 +82,13 @@ func (r *stream) settleText(resp gjson.Result) {
 		}
 	}
 	c = t.Calls[0]
+	// The text checked is the item's; the events that carry it again (its
+	// deltas, which clients join, and its done events) must say the same,
+	// or it goes out as events of toolguard's.
+	same := copiesAgree(hc, at.part, at.text)
 	for _, m := range r.messages {
 		switch {
-		case m != hc || t.Invalid() || (!c.Changed() && c.Attempt == 0):
+		case m != hc || t.Invalid() || (!c.Changed() && c.Attempt == 0 && same):
 			r.releaseHeld(m)
 		default:
 			r.releaseText(m, at.part, string(c.Args))
@@ -89,6 +97,46 @@ func (r *stream) settleText(resp gjson.Result) {
 			return
 		}
 	}
+}
+
+// copiesAgree reports whether every copy of a message's text that its
+// events carry is text, at the part the item holds it: the deltas joined
+// (as clients join them), the output_text.done, the content_part.done; and
+// no event carries another part or a refusal.
+func copiesAgree(hc *heldCall, part int, text string) bool {
+	var joined strings.Builder
+	for _, ev := range hc.events {
+		data, _ := wire.EventData(ev)
+		e := gjson.ParseBytes(data)
+		typ := e.Get("type").Str
+		if strings.HasPrefix(typ, "response.refusal.") {
+			return false
+		}
+		if !strings.HasPrefix(typ, "response.output_text.") && !strings.HasPrefix(typ, "response.content_part.") {
+			continue
+		}
+		if ci, ok := plainIndex(e.Get("content_index")); !ok || ci != int64(part) {
+			return false
+		}
+		switch typ {
+		case "response.output_text.delta":
+			d := e.Get("delta")
+			if d.Type != gjson.String || joined.Len()+len(d.Str) > len(text) {
+				return false
+			}
+			joined.WriteString(d.Str)
+		case "response.output_text.done":
+			if t := e.Get("text"); t.Type != gjson.String || t.Str != text {
+				return false
+			}
+		case "response.content_part.added", "response.content_part.done":
+			p := e.Get("part")
+			if p.Get("type").Str != "output_text" || typ == "response.content_part.done" && p.Get("text").Str != text {
+				return false
+			}
+		}
+	}
+	return joined.String() == text
 }
 
 // releaseText sends a message item as events of toolguard's, its text

@@ -76,7 +76,7 @@ func MalformedReply(err error) *Error {
 			Msg: "the upstream answered the chat completion with a body that is not JSON (" + se.Error() + "), so its tool calls cannot be checked", Err: err}
 	}
 	return &Error{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_malformed_reply",
-		Msg: "the upstream's reply holds tool calls in a shape clients do not expect (" + err.Error() + "), so they cannot be checked", Err: err}
+		Msg: "the upstream's reply is in a shape that toolguard does not read as clients would (" + err.Error() + "), so its tool calls or output cannot be checked", Err: err}
 }
 
 // RequestUnreadable is the error for a request body that toolguard cannot
