@@ -28,6 +28,32 @@ const (
 	modelNone      = "(none)" // a request that names no model
 )
 
+// maxLabelBytes bounds the length of a label value taken from a client: the
+// count of values alone was no bound on /metrics, which anyone may read (20
+// requests naming 1 MB models made it 60 MB). Model identifiers in use are
+// well inside it (a Bedrock inference profile ARN is about 110 bytes), and
+// function names are at most 64.
+const maxLabelBytes = 128
+
+// labelFit reports whether name may be a label value as it is: short, and
+// spelled only with the characters model and tool names use. Anything else
+// (quotes, spaces, control characters, other scripts) is shown as toolOther
+// rather than escaped, so what a scraper reads is plain.
+func labelFit(name string) bool {
+	if name == "" || len(name) > maxLabelBytes {
+		return false
+	}
+	for i := range len(name) {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-', c == '_', c == '.', c == ':', c == '/', c == '@', c == '+':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // metrics are toolguard's Prometheus collectors, registered on a registry of
 // the Handler's own so that tests (and embedders) can build many handlers.
 type metrics struct {
@@ -267,7 +293,9 @@ func (m *metrics) exchange(ex *exchange) {
 }
 
 // labelSet hands out label values from client-supplied names, at most max
-// distinct ones per process; the rest share one value.
+// distinct ones per process, each fit to be a label (labelFit); the rest
+// share one value. What it keeps is bounded too: max names of at most
+// maxLabelBytes.
 type labelSet struct {
 	mu   sync.Mutex
 	max  int
@@ -275,6 +303,9 @@ type labelSet struct {
 }
 
 func (s *labelSet) label(name string) string {
+	if !labelFit(name) {
+		return toolOther
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.seen[name] {

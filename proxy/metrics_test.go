@@ -227,3 +227,66 @@ func TestStreamFirstByteIsTimed(t *testing.T) {
 		t.Errorf("first-byte histogram: %v", h)
 	}
 }
+
+// TestLabelValuesAreBoundedInLength: model and tool names come from clients
+// and /metrics is open to anyone, so each label value is short and plain,
+// whatever the names: long ones, and ones with quotes, spaces, newlines or
+// other scripts, count as (other). Before the bound, 20 requests naming
+// 100 KB models made /metrics over 2 MB.
+func TestLabelValuesAreBoundedInLength(t *testing.T) {
+	long := strings.Repeat("m", 100<<10)
+	longTool := "t" + strings.Repeat("o", 100<<10)
+	var models []string
+	for i := range 20 {
+		models = append(models, fmt.Sprintf("%s-%02d", long, i))
+	}
+	models = append(models, `with \"quote`, `with space`, `line\nbreak`, "héllo", "ok-model:v1/2@x+y.z_")
+	calls := []string{
+		`{"id":"a","type":"function","function":{"name":"` + longTool + `","arguments":"{}"}}`,
+		`{"id":"b","type":"function","function":{"name":"sp ace","arguments":"{}"}}`,
+	}
+	up := newUpstream(t, reply{Body: toolReply(`{"total_tokens":1}`, calls...)})
+	srv, _ := guard(t, up, nil)
+	tools := `[{"type":"function","function":{"name":"` + longTool + `"}},{"type":"function","function":{"name":"sp ace"}}]`
+	for _, m := range models {
+		req := `{"model":"` + m + `","messages":[{"role":"user","content":"go"}],"tools":` + tools + `}`
+		if resp, body := post(t, srv, "/v1/chat/completions", req); resp.StatusCode != 200 {
+			t.Fatalf("model %.20q: status %d: %s", m, resp.StatusCode, body)
+		}
+	}
+	resp, raw := do(t, t.Context(), srv, http.MethodGet, "/metrics", "", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics: status %d", resp.StatusCode)
+	}
+	if len(raw) > 256<<10 {
+		t.Errorf("/metrics is %d bytes after %d requests", len(raw), len(models))
+	}
+	values := map[string]map[string]float64{}
+	for name, mf := range scrape(t, srv) {
+		if !strings.HasPrefix(name, "toolguard_") {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				v := l.GetValue()
+				if len(v) > 128 || strings.ContainsAny(v, " \"\\\n") || strings.ContainsFunc(v, func(r rune) bool { return r > 0x7e }) {
+					t.Errorf("%s: label %s is %d bytes: %.40q", name, l.GetName(), len(v), v)
+				}
+				if name == "toolguard_tool_calls_total" {
+					if values[l.GetName()] == nil {
+						values[l.GetName()] = map[string]float64{}
+					}
+					values[l.GetName()][v] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	want := map[string]map[string]float64{
+		"model":   {"(other)": 2 * float64(len(models)-1), "ok-model:v1/2@x+y.z_": 2},
+		"tool":    {"(other)": 2 * float64(len(models))},
+		"outcome": {"valid": 2 * float64(len(models))},
+	}
+	if diff := cmp.Diff(values, want); diff != "" {
+		t.Errorf("toolguard_tool_calls_total labels (-got +want):\n%s", diff)
+	}
+}

@@ -30,7 +30,7 @@ func jsonReply(body string) func(http.ResponseWriter, *http.Request, int) {
 // cases are the crafted exchanges, one per class of RELIABILITY.md's
 // "Hostile requests and upstreams".
 func cases() []hostileCase {
-	return append(requestCases(), replyCases()...)
+	return append(append(requestCases(), replyCases()...), boundCases()...)
 }
 
 func replyCases() []hostileCase {
@@ -189,7 +189,7 @@ func requestCases() []hostileCase {
 // slowDeclared opens 40 connections that each declare a 32 MiB body and send
 // 10 bytes of it, then reads toolguard's memory while they wait, and closes
 // them.
-func slowDeclared(addr string) (int, error) {
+func slowDeclared(addr string) (int, int64, error) {
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
@@ -199,7 +199,7 @@ func slowDeclared(addr string) (int, error) {
 	for range 40 {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		conns = append(conns, c)
 		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"model\":", 32<<20)
@@ -210,7 +210,7 @@ func slowDeclared(addr string) (int, error) {
 	time.Sleep(500 * time.Millisecond)
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -221,5 +221,5 @@ func slowDeclared(addr string) (int, error) {
 			fmt.Fprintf(os.Stderr, "40 connections declaring 32 MiB: heap in use %.1f MiB\n", f/(1<<20))
 		}
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, int64(len(b)), nil
 }

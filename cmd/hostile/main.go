@@ -44,9 +44,14 @@ type hostileCase struct {
 	// reply answers each upstream request (n counts from 0).
 	reply func(w http.ResponseWriter, r *http.Request, n int)
 	env   []string // extra configuration, if any
+	// path is where request is posted: /v1/chat/completions if empty.
+	path string
+	// header is added to the request's (Content-Encoding, say).
+	header http.Header
 	// send, if set, replaces the one POST of request: it talks to the
-	// toolguard at addr itself and returns the last status it read.
-	send func(addr string) (int, error)
+	// toolguard at addr itself and returns the last status it read and the
+	// bytes it read in all.
+	send func(addr string) (status int, read int64, err error)
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -142,13 +147,25 @@ func measure(ctx context.Context, bin string, c hostileCase) (measurement, error
 		return m, err
 	}
 	if c.send != nil {
-		if m.status, err = c.send(addr); err != nil {
+		if m.status, m.clientBytes, err = c.send(addr); err != nil {
 			return m, err
 		}
 	} else {
 		body := c.request()
 		m.requestBytes = int64(len(body))
-		resp, err := client.Post("http://"+addr+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+		path := c.path
+		if path == "" {
+			path = "/v1/chat/completions"
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+		if err != nil {
+			return m, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range c.header {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			return m, err
 		}

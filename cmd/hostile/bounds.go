@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// boundCases are the crafted exchanges of the second pass over costs and
+// routes: label lengths, Responses under other prefixes, the repairer's
+// cost, compressed bodies, requests that turn inspection off.
+func boundCases() []hostileCase {
+	return []hostileCase{
+		{
+			// 20 requests naming 1 MB models, then a scrape: the bytes to
+			// the client are those of /metrics.
+			name:  "metrics: 20 models named with 1 MB each",
+			send:  longModelNames,
+			reply: callReply("click", `{"selector":"#a"}`),
+		},
+	}
+}
+
+// longModelNames sends 20 chat completions whose model is 1 MB long, then
+// reads /metrics and returns its size.
+func longModelNames(addr string) (int, int64, error) {
+	for i := range 20 {
+		model := fmt.Sprintf("%s-%02d", strings.Repeat("m", 1<<20), i)
+		body := strings.Replace(string(clickRequest()), `"model":"m"`, `"model":"`+model+`"`, 1)
+		resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json", bytes.NewReader([]byte(body)))
+		if err != nil {
+			return 0, 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return resp.StatusCode, 0, nil
+		}
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, n, err
+}
