@@ -50,9 +50,9 @@ type Handler struct {
 	keys     keyring
 	slots    slots
 	fallback *fallback
-	secrets  []string      // keys redacted from what upstreams send back
-	serve    http.Handler  // serveHTTP, traced when tracing is on
-	chat     returnHandler // the chat completions route, inspected
+	secrets  []string                 // keys redacted from what upstreams send back
+	serve    http.Handler             // serveHTTP, traced when tracing is on
+	inspect  map[string]returnHandler // the inspected routes, by format name
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -114,9 +114,11 @@ func New(o Options) (*Handler, error) {
 		// there, and the API port does not expose them.
 		h.mux.Handle("GET /metrics", h.MetricsHandler())
 	}
-	h.chat = h.inspectRoute(chatFormat)
-	h.mux.HandleFunc("POST /v1/chat/completions", h.handle(h.chat))
-	h.mux.HandleFunc("POST /v1/responses", h.handle(h.inspectRoute(responsesFormat)))
+	h.inspect = map[string]returnHandler{}
+	for _, f := range []format{chatFormat, responsesFormat} {
+		h.inspect[f.name] = h.inspectRoute(f)
+		h.mux.HandleFunc("POST /v1"+f.path, h.handle(h.inspect[f.name]))
+	}
 	h.mux.HandleFunc("/v1/", h.handle(h.forward))
 	h.mux.HandleFunc("/", h.handle(func(http.ResponseWriter, *http.Request) error { return notFound() }))
 	h.ready.Store(true)
@@ -204,11 +206,11 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, `{"status":"ready"}`)
 }
 
-// forward passes a request through unchanged, but for a chat completion
-// under another prefix (see isChatPath), which is inspected.
+// forward passes a request through unchanged, but for a chat completion or
+// a response under another prefix (see inspectedPath), which is inspected.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request) error {
-	if r.Method == http.MethodPost && isChatPath(r.URL.Path) {
-		return h.chat(w, r)
+	if f, ok := inspectedPath(r.URL.Path); ok && r.Method == http.MethodPost {
+		return h.inspect[f.name](w, r)
 	}
 	body, err := h.readBody(w, r)
 	if err != nil {

@@ -27,17 +27,41 @@ import (
 // without passing the inspected route, so under /v1 toolguard refuses what
 // could be routed differently, before anything else happens.
 
-// chatSuffix ends the path of every chat completion route. Besides
-// /v1/chat/completions, servers route chat completions under other
-// prefixes: Azure's /openai/deployments/{name}/chat/completions, LiteLLM's
-// /engines/{model}/chat/completions and the same. A POST to any path under
-// /v1 that ends so carries a chat completion request and is inspected.
-const chatSuffix = chat.Path
+// inspectedSuffixes end the paths of the routes toolguard inspects. Besides
+// /v1/chat/completions and /v1/responses, servers route both under other
+// prefixes: Azure's /openai/deployments/{name}/chat/completions and
+// /openai/v1/responses, LiteLLM's /engines/{model}/chat/completions and
+// /openai/v1/responses, a base URL given twice (/v1/v1/responses). A POST to
+// any path under /v1 that ends so carries that format's request and is
+// inspected as it would be at /v1.
+var inspectedSuffixes = []string{chat.Path, responses.Path}
 
-// isChatPath reports whether a POST to path is inspected as a chat
-// completion.
-func isChatPath(path string) bool {
-	return strings.HasPrefix(path, "/v1/") && strings.HasSuffix(path, chatSuffix)
+// inspectedSuffix returns the suffix of inspectedSuffixes that path ends
+// with, in any letter case and with any trailing slashes, or "".
+func inspectedSuffix(path string) string {
+	trimmed := strings.TrimRight(path, "/")
+	for _, suffix := range inspectedSuffixes {
+		if len(trimmed) >= len(suffix) && strings.EqualFold(trimmed[len(trimmed)-len(suffix):], suffix) {
+			return suffix
+		}
+	}
+	return ""
+}
+
+// inspectedPath returns the format that a POST to path is inspected as, if
+// any; checkRequest has refused the paths that end in a suffix spelled
+// otherwise.
+func inspectedPath(path string) (format, bool) {
+	if !strings.HasPrefix(path, "/v1/") {
+		return format{}, false
+	}
+	switch {
+	case strings.HasSuffix(path, chat.Path):
+		return chatFormat, true
+	case strings.HasSuffix(path, responses.Path):
+		return responsesFormat, true
+	}
+	return format{}, false
 }
 
 // forwardedMethods are the methods passed on under /v1: those the API uses.
@@ -75,13 +99,9 @@ func checkRequest(r *http.Request) *apiError {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
 			Msg: "the path " + wire.Clip(r.URL.EscapedPath(), 200) + " " + why + ": servers route such paths differently, so toolguard refuses them"}
 	}
-	if trimmed := strings.TrimRight(r.URL.Path, "/"); strings.EqualFold(trimmed, "/v1"+responses.Path) && r.URL.Path != "/v1"+responses.Path {
-		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
-			Msg: "send this request to /v1" + responses.Path + " exactly: some servers route " + wire.Clip(r.URL.Path, 200) + " to it, which would pass it uninspected"}
-	}
-	if trimmed := strings.TrimRight(r.URL.Path, "/"); len(trimmed) >= len(chatSuffix) &&
-		strings.EqualFold(trimmed[len(trimmed)-len(chatSuffix):], chatSuffix) {
-		p := trimmed[:len(trimmed)-len(chatSuffix)] + chatSuffix
+	if suffix := inspectedSuffix(r.URL.Path); suffix != "" {
+		trimmed := strings.TrimRight(r.URL.Path, "/")
+		p := trimmed[:len(trimmed)-len(suffix)] + suffix
 		if r.URL.Path != p {
 			return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_path",
 				Msg: "send this request to " + wire.Clip(p, 200) + " exactly: some servers route " + wire.Clip(r.URL.Path, 200) + " to it, which would pass it uninspected"}
@@ -94,7 +114,7 @@ func checkRequest(r *http.Request) *apiError {
 			// is generated.
 		default:
 			return &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
-				Msg: r.Method + " " + p + " is not allowed: a completion is created with POST", Header: http.Header{"Allow": {"POST, GET, HEAD, OPTIONS"}}}
+				Msg: r.Method + " " + wire.Clip(p, 200) + " is not allowed: a completion or response is created with POST", Header: http.Header{"Allow": {"POST, GET, HEAD, OPTIONS"}}}
 		}
 	}
 	return nil

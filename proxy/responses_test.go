@@ -580,3 +580,59 @@ func TestResponsesStreamBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestResponsesUnderAnyPrefixAreInspected: servers serve the Responses API
+// under other prefixes (Azure's and LiteLLM's /openai/v1/responses, a base
+// URL given twice), so a POST to any path ending in /responses is inspected
+// as /v1/responses is, streamed or not, and the same path in another letter
+// case, with a trailing slash or with another method is refused. Before,
+// each of these forwarded an invalid call uninspected.
+func TestResponsesUnderAnyPrefixAreInspected(t *testing.T) {
+	paths := []string{"/v1/v1/responses", "/v1/openai/v1/responses", "/v1/openai/responses",
+		"/v1/openai/deployments/gpt-4o/responses", "/v1/chat/completions/responses"}
+	for _, stream := range []bool{false, true} {
+		for _, path := range paths {
+			t.Run(fmt.Sprintf("%s/stream=%v", strings.ReplaceAll(path, "/", "-"), stream), func(t *testing.T) {
+				up := newUpstream(t)
+				scriptResponses(up, fake.Reply{Calls: []fake.Call{click("call_1", `{}`)}})
+				srv, _ := guard(t, up, func(c *policy.Config) { c.MaxReasks = 1 })
+				extra := ""
+				if stream {
+					extra = `,"stream":true`
+				}
+				resp, body := post(t, srv, path+"?api-version=preview", responsesRequest(extra))
+				if stream {
+					if s := readResponseStream(t, body); s.errCode != "tool_call_invalid" || len(s.calls) != 0 {
+						t.Errorf("stream: error %q, calls %q, want the invalid call refused:\n%.500s", s.errCode, s.calls, body)
+					}
+				} else if resp.StatusCode != http.StatusBadRequest || header(resp, "X-Toolguard-Outcome") != "failed" {
+					t.Errorf("status %d outcome %q, want the invalid call refused: %.300s", resp.StatusCode, header(resp, "X-Toolguard-Outcome"), body)
+				}
+				got := up.requests()
+				if len(got) != 2 || got[0].Path != path || got[0].RawQuery != "api-version=preview" || got[1].Path != path {
+					t.Errorf("the upstream got %d requests, want the request and its re-ask on %s", len(got), path)
+				}
+			})
+		}
+	}
+	up := newUpstream(t, reply{Body: fake.Responses.JSON(fake.Reply{Calls: []fake.Call{click("call_1", `{}`)}})})
+	srv, _ := guard(t, up, nil)
+	for _, tt := range []struct {
+		method, path string
+		want         int
+	}{
+		{"POST", "/v1/openai/v1/Responses", http.StatusBadRequest},
+		{"POST", "/v1/openai/responses/", http.StatusBadRequest},
+		{"POST", "/v1/v1/RESPONSES//", http.StatusBadRequest},
+		{"PUT", "/v1/openai/v1/responses", http.StatusMethodNotAllowed},
+		{"PATCH", "/v1/responses", http.StatusMethodNotAllowed},
+	} {
+		resp, body := do(t, t.Context(), srv, tt.method, tt.path, responsesRequest(""), nil)
+		if resp.StatusCode != tt.want || !gjson.GetBytes(body, "error.code").Exists() {
+			t.Errorf("%s %s: status %d %s, want %d", tt.method, tt.path, resp.StatusCode, body, tt.want)
+		}
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("%d refused requests reached the upstream", n)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/toolguard/toolguard/internal/fake"
 )
 
 // boundCases are the crafted exchanges of the second pass over costs and
@@ -13,6 +15,17 @@ import (
 // cost, compressed bodies, requests that turn inspection off.
 func boundCases() []hostileCase {
 	return []hostileCase{
+		{
+			// An invalid call on the Responses API under a prefix that
+			// Azure and LiteLLM serve it at.
+			name: "responses: an invalid call at /v1/openai/v1/responses",
+			path: "/v1/openai/v1/responses",
+			request: func() []byte {
+				return []byte(`{"model":"m","input":"Click the button.","tools":[{"type":"function","name":"click",` +
+					`"parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]}`)
+			},
+			reply: jsonReply(fake.Responses.JSON(fake.Reply{Calls: []fake.Call{{ID: "c", Name: "click", Args: `{}`}}})),
+		},
 		{
 			// 20 requests naming 1 MB models, then a scrape: the bytes to
 			// the client are those of /metrics.
