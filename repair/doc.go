@@ -51,7 +51,9 @@
 //     objects have their keys sorted); mending it again changes nothing.
 //   - Work is bounded: arguments over MaxInput bytes are only checked, the
 //     syntax step peels at most a few layers, brackets nest at most 512 deep
-//     for the repairer, and the schema-guided step runs a bounded number of
+//     for the repairer, the repairer (whose work grows with the square of
+//     its input) is handed at most 8 KiB at a time and, on a Quota, (8 KiB)²
+//     of squared lengths per request, and the schema-guided step runs a bounded number of
 //     rounds; text calls are read from at most 1 MiB of text, 64 calls, in
 //     about linear time. No input makes a function of this package panic.
 package repair

@@ -24,6 +24,9 @@ type Options struct {
 	// Budget, if not nil, is the validation work the call may draw on,
 	// shared with the other calls of its request (validate.Budget).
 	Budget *validate.Budget
+	// Quota, if not nil, is the JSON repair work the call may draw on,
+	// shared with the other calls of its request (see Quota).
+	Quota *Quota
 	// CutOff says the model was stopped at its length limit
 	// (finish_reason "length"): arguments that end early are then never
 	// closed, since nothing says they were complete.
@@ -94,7 +97,7 @@ func arguments(raw []byte, s *validate.Schema, opts Options) Result {
 	sedits, serrs := []Edit(nil), errs
 	if v == nil || isEncoded(v) {
 		var err error
-		var c cut
+		c := cut{quota: opts.Quota}
 		if v, sedits, err = mend(text, &c); err != nil {
 			return Result{Args: text, Edits: edits, Errors: errs}
 		}
@@ -135,7 +138,11 @@ func arguments(raw []byte, s *validate.Schema, opts Options) Result {
 // the text of a JSON object, and an error when the arguments cannot be made
 // one without changing their meaning. Arguments that are already a JSON
 // object text come back as received, with no edit.
-func Syntax(raw []byte) ([]byte, []Edit, error) {
+func Syntax(raw []byte) ([]byte, []Edit, error) { return SyntaxWithin(raw, nil) }
+
+// SyntaxWithin is Syntax, drawing the JSON repair work from q, the
+// request's (see Quota).
+func SyntaxWithin(raw []byte, q *Quota) ([]byte, []Edit, error) {
 	if len(raw) > MaxInput {
 		return nil, nil, fmt.Errorf("arguments are %d bytes, more than the %d that are mended", len(raw), MaxInput)
 	}
@@ -152,7 +159,7 @@ func Syntax(raw []byte) ([]byte, []Edit, error) {
 	// History is mended for the provider's sake: the call was made long
 	// ago, and closing what a cut-off call left open changes nothing the
 	// tool saw, so no truncation rule applies here.
-	v, sedits, err := mend(text, nil)
+	v, sedits, err := mend(text, &cut{quota: q})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -131,7 +131,11 @@ func peel(t []byte, c *cut) ([]byte, Edit, error) {
 			return out, Edit{Kind: KindJSONRepair, Before: clip(t), After: clip(out)}, nil
 		}
 	}
-	out, open, err := repairJSON(t)
+	var q *Quota
+	if c != nil {
+		q = c.quota
+	}
+	out, open, err := repairJSON(t, q)
 	if err != nil {
 		return nil, Edit{}, err
 	}
@@ -141,7 +145,13 @@ func peel(t []byte, c *cut) ([]byte, Edit, error) {
 	return out, Edit{Kind: KindJSONRepair, Before: clip(t), After: clip(out)}, nil
 }
 
-// stripTokens removes special tokens at both edges.
+// maxTokenBytes is longer than any text edgeToken or edgeTokenEnd matches
+// (80 characters of a tag's value, 40 of its name, four bytes a character).
+const maxTokenBytes = 512
+
+// stripTokens removes special tokens at both edges. edgeTokenEnd is matched
+// against the last maxTokenBytes only: matched against the whole text, each
+// token cost a pass over it, and thousands of tokens took seconds.
 func stripTokens(t []byte) ([]byte, bool) {
 	out := t
 	for {
@@ -149,8 +159,9 @@ func stripTokens(t []byte) ([]byte, bool) {
 		if loc := edgeToken.FindIndex(out); loc != nil {
 			out = bytes.TrimSpace(out[loc[1]:])
 		}
-		if loc := edgeTokenEnd.FindIndex(out); loc != nil {
-			out = bytes.TrimSpace(out[:loc[0]])
+		from := max(0, len(out)-maxTokenBytes)
+		if loc := edgeTokenEnd.FindIndex(out[from:]); loc != nil {
+			out = bytes.TrimSpace(out[:from+loc[0]])
 		}
 		if len(out) == n {
 			return out, len(out) != len(t)
@@ -242,10 +253,14 @@ func trailingProse(t []byte) ([]byte, bool) {
 }
 
 // repairJSON runs the JSON repairer on t when that cannot change meaning,
-// and checks that it kept the kind of value t starts with.
-func repairJSON(t []byte) ([]byte, []byte, error) {
+// and checks that it kept the kind of value t starts with. The repairer's
+// work is drawn from q (see Quota).
+func repairJSON(t []byte, q *Quota) ([]byte, []byte, error) {
 	quoted, open, err := scan(t)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := q.take(len(t)); err != nil {
 		return nil, nil, err
 	}
 	out, err := safeRepair(string(t))

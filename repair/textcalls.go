@@ -19,6 +19,9 @@ type TextFormats struct {
 	BareJSON bool
 	// ReAct is "Action:" and "Action Input:" lines.
 	ReAct bool
+	// Quota, if not nil, is the JSON repair work that mending the calls'
+	// arguments may draw on: the request's (see Quota).
+	Quota *Quota
 }
 
 // TextCall is one tool call found written in text.
@@ -74,7 +77,7 @@ func TextCalls(text string, declared []string, f TextFormats) []TextCall {
 	if !w.anyStart(f) {
 		return nil
 	}
-	s := &textScan{text: text, declared: declared, marked: true}
+	s := &textScan{text: text, declared: declared, marked: true, quota: f.Quota}
 	prev := from
 	for {
 		i, m := w.next()
@@ -147,7 +150,7 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 	hold := n
 	if i, m := w.next(); i >= 0 {
 		hold = i
-		if !readable(&w, declared, from, i, m) {
+		if !readable(&w, declared, from, i, m, f.Quota) {
 			return n // a call that TextCalls refuses, and with it the text
 		}
 	} else if f.Marked || f.BareJSON {
@@ -173,8 +176,8 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 // readable reads the closed blocks from the marker m at i on, as far as
 // they are closed, and reports false when one of them is certain to be
 // refused: then TextCalls refuses the whole text.
-func readable(w *walker, declared []string, prev, i int, m *textMarker) bool {
-	s := textScan{text: w.text, declared: declared, marked: true}
+func readable(w *walker, declared []string, prev, i int, m *textMarker, q *Quota) bool {
+	s := textScan{text: w.text, declared: declared, marked: true, quota: q}
 	for ; i >= 0; i, m = w.next() {
 		if framedAsExample(w.text[prev:i]) {
 			return false
@@ -237,6 +240,7 @@ type textScan struct {
 	// marked is set while calls behind explicit markers are read: their
 	// names need not be declared (see TextCall.Name).
 	marked bool
+	quota  *Quota
 }
 
 // found is one call read from text, before its name is mapped.

@@ -19,13 +19,13 @@ func (s *textScan) toolCallTag(i int) (int, bool) {
 	t := strings.TrimSpace(inner)
 	switch {
 	case strings.HasPrefix(t, "{"):
-		c, ok := readEnvelope(t, true)
+		c, ok := s.readEnvelope(t, true)
 		return end, ok && s.add(i, end, "hermes", c)
 	case strings.HasPrefix(t, "<function="):
-		c, format, ok := readFunction(strings.TrimSuffix(t, "</function>"))
+		c, format, ok := s.readFunction(strings.TrimSuffix(t, "</function>"))
 		return end, ok && s.add(i, end, format, c)
 	}
-	c, ok := readGLM(t)
+	c, ok := s.readGLM(t)
 	return end, ok && s.add(i, end, "glm", c)
 }
 
@@ -33,7 +33,7 @@ func (s *textScan) toolCallTag(i int) (int, bool) {
 // around it: Qwen3-Coder's parameters, or Llama 3.1's JSON arguments.
 func (s *textScan) functionTag(i int) (int, bool) {
 	inner, end := s.block(i, "</function>")
-	c, format, ok := readFunction(strings.TrimSpace(inner))
+	c, format, ok := s.readFunction(strings.TrimSpace(inner))
 	return end, ok && s.add(i, end, format, c)
 }
 
@@ -48,7 +48,7 @@ func (s *textScan) block(i int, closing string) (string, int) {
 
 // readFunction reads "<function=name>" and the body up to where t ends:
 // <parameter=key>value</parameter> pairs, or a JSON object.
-func readFunction(t string) (found, string, bool) {
+func (s *textScan) readFunction(t string) (found, string, bool) {
 	rest := strings.TrimPrefix(t, "<function=")
 	k := strings.IndexByte(rest, '>')
 	if k < 0 {
@@ -56,7 +56,7 @@ func readFunction(t string) (found, string, bool) {
 	}
 	name, body := rest[:k], strings.TrimSpace(rest[k+1:])
 	if strings.HasPrefix(body, "{") {
-		args, ok := readObject(body)
+		args, ok := s.readObject(body)
 		return found{name: name, args: args}, "function-tag", ok
 	}
 	var o objectText
@@ -75,7 +75,7 @@ func readFunction(t string) (found, string, bool) {
 }
 
 // readGLM reads GLM's "name <arg_key>k</arg_key><arg_value>v</arg_value>...".
-func readGLM(t string) (found, bool) {
+func (s *textScan) readGLM(t string) (found, bool) {
 	k := strings.IndexByte(t, '<')
 	if k < 0 {
 		k = len(t)
@@ -215,7 +215,7 @@ func (s *textScan) objectAt(i int, stop string) ([]byte, int, bool) {
 	if k := strings.Index(t[i:], stop); k >= 0 {
 		end = i + k
 	}
-	args, ok := readObject(trimEndToken(t[i:end]))
+	args, ok := s.readObject(trimEndToken(t[i:end]))
 	return args, end, ok
 }
 
@@ -227,7 +227,7 @@ func (s *textScan) callList(i, j int, format string) (int, bool) {
 	}
 	calls := make([]found, len(elems))
 	for k, e := range elems {
-		c, ok := readEnvelope(s.text[e.start:e.end], format != "json-list")
+		c, ok := s.readEnvelope(s.text[e.start:e.end], format != "json-list")
 		if !ok {
 			return 0, false
 		}
@@ -249,7 +249,7 @@ func (s *textScan) pythonTag(i int) (int, bool) {
 		if !ok || t[k] != '{' {
 			return 0, false
 		}
-		c, ok := readEnvelope(t[k:e], false)
+		c, ok := s.readEnvelope(t[k:e], false)
 		if !ok {
 			return 0, false
 		}
@@ -310,7 +310,7 @@ func (s *textScan) deepSeek(i int) (int, bool) {
 		switch {
 		case strings.HasPrefix(post, "{"):
 			c.name = pre
-			c.args, ok = readObject(post)
+			c.args, ok = s.readObject(post)
 		case strings.TrimSpace(pre) == "function":
 			var obj string
 			c.name, obj, _ = strings.Cut(post, "\n")
@@ -318,7 +318,7 @@ func (s *textScan) deepSeek(i int) (int, bool) {
 				obj, ok = strings.CutSuffix(strings.TrimSpace(obj), "```")
 			}
 			if ok {
-				c.args, ok = readObject(obj)
+				c.args, ok = s.readObject(obj)
 			}
 		default:
 			ok = false
@@ -361,7 +361,7 @@ func (s *textScan) bareJSON(c int) bool {
 			// One object that is not valid JSON: mended in form, or not at all.
 			e = stop
 		}
-		f, ok := readEnvelope(t[k:e], false)
+		f, ok := s.readEnvelope(t[k:e], false)
 		if !ok || len(calls) >= maxTextCalls {
 			return false
 		}
@@ -387,7 +387,7 @@ func (s *textScan) fencedJSON(from int, f span) bool {
 		return false
 	}
 	body, _ := fenceParts(s.text, f, true)
-	c, ok := readEnvelope(strings.TrimSpace(body), false)
+	c, ok := s.readEnvelope(strings.TrimSpace(body), false)
 	return ok && s.add(f.start, f.end, "fenced-json", c)
 }
 
@@ -395,9 +395,9 @@ func (s *textScan) fencedJSON(from int, f span) bool {
 // or "parameters" for "arguments", with an optional "id" and "type":
 // "function". Any other key makes it something else than a call, and
 // arguments that are a JSON string must hold an object.
-func readEnvelope(t string, argsOptional bool) (found, bool) {
+func (s *textScan) readEnvelope(t string, argsOptional bool) (found, bool) {
 	if !gjson.Valid(t) {
-		b, ok := readObject(t)
+		b, ok := s.readObject(t)
 		if !ok {
 			return found{}, false
 		}
@@ -446,7 +446,7 @@ func readEnvelope(t string, argsOptional bool) (found, bool) {
 	case args.IsObject():
 		c.args = []byte(args.Raw)
 	case args.Type == gjson.String:
-		c.args, ok = readObject(args.Str)
+		c.args, ok = s.readObject(args.Str)
 	}
 	return c, ok && c.args != nil
 }
@@ -454,7 +454,7 @@ func readEnvelope(t string, argsOptional bool) (found, bool) {
 // readObject reads arguments written as a JSON object: as written when
 // valid, or mended in form only (quotes, commas, Python literals, an
 // encoded string); never closed when cut off, never cut from prose.
-func readObject(t string) ([]byte, bool) {
+func (s *textScan) readObject(t string) ([]byte, bool) {
 	t = strings.TrimSpace(t)
 	if t == "" || t[0] != '{' {
 		return nil, false
@@ -465,7 +465,7 @@ func readObject(t string) ([]byte, bool) {
 	if len(t) > MaxInput {
 		return nil, false
 	}
-	var c cut
+	c := cut{quota: s.quota}
 	v, edits, err := mend([]byte(t), &c)
 	if err != nil || len(c.open) > 0 {
 		return nil, false

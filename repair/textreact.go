@@ -49,7 +49,7 @@ func (s *textScan) react(from int, quoted []span) reactResult {
 			}
 		}
 		input := strings.TrimRight(t[in:inEnd], spaces)
-		args, ok := reactInput(input)
+		args, ok := s.reactInput(input)
 		if !ok || !s.add(a, in+len(input), "react", found{name: name, args: args}) {
 			return reactFailed
 		}
@@ -67,13 +67,13 @@ func (s *textScan) react(from int, quoted []span) reactResult {
 // otherwise the text itself as a JSON string, for the schema-guided step
 // to place. Text that starts as JSON but cannot be read is refused rather
 // than passed on as a string.
-func reactInput(in string) ([]byte, bool) {
+func (s *textScan) reactInput(in string) ([]byte, bool) {
 	t := strings.TrimSpace(in)
 	switch {
 	case t != "" && json.Valid([]byte(t)):
 		return []byte(t), true
 	case strings.HasPrefix(t, "{"):
-		return readObject(t)
+		return s.readObject(t)
 	case strings.HasPrefix(t, "["), strings.HasPrefix(t, "\""):
 		return nil, false
 	case strings.HasPrefix(t, "```"):
@@ -81,7 +81,7 @@ func reactInput(in string) ([]byte, bool) {
 		if err != nil {
 			return nil, false
 		}
-		out, edits, err := Syntax(raw)
+		out, edits, err := SyntaxWithin(raw, s.quota)
 		for _, e := range edits {
 			if e.Kind != KindStripFence && e.Kind != KindJSONRepair {
 				return nil, false

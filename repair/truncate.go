@@ -172,6 +172,9 @@ func literal(w []byte) bool {
 // arguments, outermost first; none when the text was not cut off.
 type cut struct {
 	open []byte
+	// quota is the request's repair work (see Quota); nil bounds each text
+	// alone.
+	quota *Quota
 }
 
 // closable decides whether closing the brackets of a cut-off text (already

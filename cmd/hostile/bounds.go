@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/toolguard/toolguard/internal/fake"
@@ -15,6 +16,43 @@ import (
 // cost, compressed bodies, requests that turn inspection off.
 func boundCases() []hostileCase {
 	return []hostileCase{
+		{
+			// A history call of array items without commas, in a request
+			// declaring no tools: the repairer's work grew with the square.
+			name: "repair: a 100 KB history call without commas",
+			request: func() []byte {
+				return []byte(`{"model":"m","messages":[{"role":"user","content":"go"},{"role":"assistant","content":null,"tool_calls":[` +
+					`{"id":"c","type":"function","function":{"name":"click","arguments":` + strconv.Quote(commaless(100<<10)) + `}}]}]}`)
+			},
+			reply: jsonReply(`{"choices":[]}`),
+		},
+		{
+			name:    "repair: a 100 KB upstream call without commas",
+			request: clickRequest,
+			reply:   callReply("click", commaless(100<<10)),
+		},
+		{
+			name:    "repair: a 100 KB call without commas written as text",
+			request: clickRequest,
+			reply: jsonReply(`{"choices":[{"index":0,"message":{"role":"assistant","content":` +
+				strconv.Quote("<tool_call>\n{\"name\":\"click\",\"arguments\":"+commaless(100<<10)+"}\n</tool_call>") + `},"finish_reason":"stop"}]}`),
+		},
+		{
+			// 250 history calls of 4 KiB each, every one in need of the
+			// repairer: the bound per call alone would allow them all.
+			name: "repair: 250 history calls of 4 KB without commas",
+			request: func() []byte {
+				var b strings.Builder
+				b.WriteString(`{"model":"m","messages":[{"role":"user","content":"go"}`)
+				for i := range 250 {
+					b.WriteString(`,{"role":"assistant","content":null,"tool_calls":[{"id":"c` + strconv.Itoa(i) +
+						`","type":"function","function":{"name":"click","arguments":` + strconv.Quote(commaless(4<<10)) + `}}]}`)
+				}
+				b.WriteString(`]}`)
+				return []byte(b.String())
+			},
+			reply: jsonReply(`{"choices":[]}`),
+		},
 		{
 			// An invalid call on the Responses API under a prefix that
 			// Azure and LiteLLM serve it at.
@@ -34,6 +72,12 @@ func boundCases() []hostileCase {
 			reply: callReply("click", `{"selector":"#a"}`),
 		},
 	}
+}
+
+// commaless is a call's arguments of about n bytes, array items without
+// commas: {"selector":"a","x":[1 1 1 ...]}.
+func commaless(n int) string {
+	return `{"selector":"a","x":[` + strings.Repeat("1 ", n/2) + `1]}`
 }
 
 // longModelNames sends 20 chat completions whose model is 1 MB long, then

@@ -39,10 +39,13 @@ type HistoryMender struct {
 	edits  []repair.Edit
 	fixes  []wire.Splice
 	budget int
+	quota  *repair.Quota // the history's JSON repair work
 }
 
 // NewHistoryMender starts mending one request's history.
-func NewHistoryMender() *HistoryMender { return &HistoryMender{budget: maxHistoryMendBytes} }
+func NewHistoryMender() *HistoryMender {
+	return &HistoryMender{budget: maxHistoryMendBytes, quota: repair.NewQuota()}
+}
 
 // Call mends the arguments args of one call (read from the body being
 // mended), if they need it. When the call has no arguments member, one is
@@ -62,7 +65,7 @@ func (m *HistoryMender) Call(args, obj gjson.Result) {
 		return
 	}
 	m.budget -= len(raw)
-	mended, e, err := repair.Syntax([]byte(raw))
+	mended, e, err := repair.SyntaxWithin([]byte(raw), m.quota)
 	if err != nil || len(e) == 0 {
 		return
 	}

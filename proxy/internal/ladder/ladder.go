@@ -164,12 +164,23 @@ type Exchange struct {
 	// overMend is set once a call was past MaxMendBytes.
 	mended   int
 	overMend bool
+	// repairs is the JSON repair work of the request's calls, written as
+	// calls or as text, over every attempt (repair.Quota); made on first use.
+	repairs *repair.Quota
 
 	// What happened.
 	Calls   []*Call // every call checked, in every attempt
 	Reasks  int
 	GaveUp  error // why re-asking stopped short, if it did
 	Outcome Outcome
+}
+
+// quota returns the request's JSON repair work, made on first use.
+func (x *Exchange) quota() *repair.Quota {
+	if x.repairs == nil {
+		x.repairs = repair.NewQuota()
+	}
+	return x.repairs
 }
 
 // A RuleSet gives the rules for a tool's calls ("" for the global ones):
@@ -243,6 +254,7 @@ func (x *Exchange) Check(s Sent, attempt int, mend, cutOff bool) *Call {
 	}
 	res := repair.Arguments([]byte(c.RawArgs), schema, repair.Options{
 		Budget:       x.Work,
+		Quota:        x.quota(),
 		Syntax:       mend && rules.Mode.Repairs(),
 		SchemaGuided: mend && rules.Mode.Repairs() && rules.SchemaRepair,
 		CutOff:       cutOff,

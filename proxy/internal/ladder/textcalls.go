@@ -37,7 +37,7 @@ func (x *Exchange) ReadTextCalls(content string, turn int) TextCallsFound {
 	if !global.Mode.Repairs() || global.TextCalls == policy.TextCallsOff || x.Tools.Len() == 0 {
 		return none
 	}
-	f := repair.TextFormats{Marked: global.TextCalls.Marked(), BareJSON: global.TextCalls.BareJSON(), ReAct: global.TextCalls.ReAct()}
+	f := repair.TextFormats{Marked: global.TextCalls.Marked(), BareJSON: global.TextCalls.BareJSON(), ReAct: global.TextCalls.ReAct(), Quota: x.quota()}
 	found := repair.TextCalls(content, x.Tools.Names, f)
 	if found == nil {
 		return none
@@ -79,6 +79,6 @@ func (x *Exchange) TextCallHold(content string) int {
 	if !global.Mode.Repairs() || global.TextCalls == policy.TextCallsOff || x.Tools.Len() == 0 {
 		return len(content)
 	}
-	f := repair.TextFormats{Marked: global.TextCalls.Marked(), BareJSON: global.TextCalls.BareJSON(), ReAct: global.TextCalls.ReAct()}
+	f := repair.TextFormats{Marked: global.TextCalls.Marked(), BareJSON: global.TextCalls.BareJSON(), ReAct: global.TextCalls.ReAct(), Quota: x.quota()}
 	return repair.TextCallHold(content, x.Tools.Names, f)
 }
