@@ -29,6 +29,9 @@ type format struct {
 	// open reads what a request declares: its function tools and, if
 	// output is set, its JSON response format; nil means nothing to inspect.
 	open func(body []byte, output bool) request
+	// uninspectable, if set, says why a request that declares something to
+	// inspect asks for a reply toolguard never sees, or "".
+	uninspectable func(body []byte) string
 }
 
 // request is an inspected request, as its format reads it and writes
@@ -77,6 +80,7 @@ var responsesFormat = format{
 		}
 		return nil
 	},
+	uninspectable: responses.Uninspectable,
 }
 
 // chatFormat is the Chat Completions API.

@@ -92,6 +92,14 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 				}
 			}
 			req = f.open(body, pol.Rules(ladder.OutputTool).Mode != policy.ModeOff)
+			if req != nil && f.uninspectable != nil {
+				if why := f.uninspectable(body); why != "" {
+					if !h.cfg.AllowClientOff {
+						return notInspectable(why)
+					}
+					req = nil // the operator lets clients turn inspection off
+				}
+			}
 		}
 		if req == nil {
 			return h.proxy(w, r, body)

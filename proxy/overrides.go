@@ -98,3 +98,12 @@ func (p *requestPolicy) capped(r *policy.Rules) {
 		r.MaxReasks = min(r.MaxReasks, p.maxReasks)
 	}
 }
+
+// notInspectable refuses a request whose reply toolguard could not inspect
+// (why says what it asks for), where the operator does not let clients turn
+// inspection off: passing it would do just that.
+func notInspectable(why string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "request_not_inspectable",
+		Msg: "toolguard cannot inspect this request's reply: " + why + ". Send it without that, or ask the operator " +
+			"to let clients turn inspection off (TOOLGUARD_ALLOW_CLIENT_OFF)"}
+}

@@ -636,3 +636,41 @@ func TestResponsesUnderAnyPrefixAreInspected(t *testing.T) {
 		t.Errorf("%d refused requests reached the upstream", n)
 	}
 }
+
+// TestBackgroundResponsesAreRefused: a background response is fetched
+// later by its id, outside any request toolguard sees, so passing one that
+// declares functions would let the client turn inspection off. It is
+// refused, streamed or not, unless TOOLGUARD_ALLOW_CLIENT_OFF lets clients
+// do that; one that declares nothing to inspect passes. Before, each
+// forwarded the invalid call.
+func TestBackgroundResponsesAreRefused(t *testing.T) {
+	invalid := fake.Responses.JSON(fake.Reply{Calls: []fake.Call{click("call_1", `{}`)}})
+	for _, tt := range []struct {
+		name, body string
+		allowOff   bool
+		want       int
+		code       string
+	}{
+		{name: "background", body: responsesRequest(`,"background":true`), want: 400, code: "request_not_inspectable"},
+		{name: "background-stream", body: responsesRequest(`,"background":true,"stream":true`), want: 400, code: "request_not_inspectable"},
+		{name: "background-string", body: responsesRequest(`,"background":"true"`), want: 400, code: "request_not_inspectable"},
+		{name: "background-one", body: responsesRequest(`,"background":1`), want: 400, code: "request_not_inspectable"},
+		{name: "background-false", body: responsesRequest(`,"background":false`), want: 400, code: "tool_call_invalid"},
+		{name: "background-null", body: responsesRequest(`,"background":null`), want: 400, code: "tool_call_invalid"},
+		{name: "no-tools", body: `{"model":"m","input":"hi","background":true}`, want: 200},
+		{name: "allowed-off", body: responsesRequest(`,"background":true`), allowOff: true, want: 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newUpstream(t, reply{Body: invalid})
+			srv, _ := guard(t, up, func(c *policy.Config) { c.MaxReasks = 0; c.AllowClientOff = tt.allowOff })
+			resp, body := post(t, srv, "/v1/openai/v1/responses", tt.body)
+			if resp.StatusCode != tt.want || gjson.GetBytes(body, "error.code").Str != tt.code {
+				t.Errorf("status %d %.300s, want %d %q", resp.StatusCode, body, tt.want, tt.code)
+			}
+			forwarded := len(up.requests())
+			if wantForwarded := tt.code != "request_not_inspectable"; (forwarded > 0) != wantForwarded {
+				t.Errorf("%d requests forwarded", forwarded)
+			}
+		})
+	}
+}

@@ -65,6 +65,16 @@ func boundCases() []hostileCase {
 			reply: jsonReply(fake.Responses.JSON(fake.Reply{Calls: []fake.Call{{ID: "c", Name: "click", Args: `{}`}}})),
 		},
 		{
+			// background: true turned inspection off, even streamed.
+			name: "responses: background with an invalid call",
+			path: "/v1/responses",
+			request: func() []byte {
+				return []byte(`{"model":"m","input":"Click the button.","background":true,"stream":true,"tools":[{"type":"function","name":"click",` +
+					`"parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]}`)
+			},
+			reply: jsonReply(fake.Responses.JSON(fake.Reply{Calls: []fake.Call{{ID: "c", Name: "click", Args: `{}`}}})),
+		},
+		{
 			// 20 requests naming 1 MB models, then a scrape: the bytes to
 			// the client are those of /metrics.
 			name:  "metrics: 20 models named with 1 MB each",

@@ -162,12 +162,9 @@ type Request struct {
 
 // NewRequest reads the function tools of a request (checked by Read) and,
 // if output is set, its JSON text.format. It returns nil when there is
-// nothing to inspect: neither, or a background response, which the client
-// fetches later by its id, outside any request toolguard sees.
+// nothing to inspect. A background request is read like any other: see
+// Uninspectable.
 func NewRequest(body []byte, output bool) *Request {
-	if gjson.GetBytes(body, "background").Bool() {
-		return nil
-	}
 	ts, err := declared(body)
 	if err != nil {
 		return nil
@@ -181,6 +178,19 @@ func NewRequest(body []byte, output bool) *Request {
 		return nil
 	}
 	return q
+}
+
+// Uninspectable says why toolguard cannot inspect the reply to a request
+// that declares something to inspect, or "". A background response is
+// fetched later by its id, outside any request toolguard sees, and its
+// stream can be resumed there too. Any background but false or null counts:
+// a server may read "true", 1 or {} as true.
+func Uninspectable(body []byte) string {
+	switch b := gjson.GetBytes(body, "background"); {
+	case !b.Exists(), b.Type == gjson.Null, b.Type == gjson.False:
+		return ""
+	}
+	return "a background response is fetched later by its id, outside any request toolguard sees"
 }
 
 // Tools are the functions the request declares.
