@@ -110,10 +110,13 @@ func arguments(raw []byte, s *validate.Schema, opts Options) Result {
 	if v == nil {
 		// "" and null both say "no arguments": that is {} when the tool
 		// takes none, and a re-ask otherwise.
-		if _, errs := check([]byte("{}"), s, opts.Budget); errs == nil {
+		_, empty := check([]byte("{}"), s, opts.Budget)
+		if empty == nil {
 			return finish(map[string]any{}, append(edits, Edit{Kind: KindEmptyArguments, Before: clip(bytes.TrimSpace(text)), After: "{}"}))
 		}
-		return Result{Args: text, Edits: edits, Errors: errs}
+		// Say so, and what {} lacks: a parser's "EOF" tells the model
+		// nothing it can act on.
+		return Result{Args: text, Edits: edits, Errors: append([]validate.Error{{Keyword: "syntax", Message: "no JSON value was sent (empty or null)"}}, empty...)}
 	}
 	if serrs == nil {
 		if serrs = checkValue(v, s, opts.Budget); serrs == nil {

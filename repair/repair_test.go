@@ -161,3 +161,15 @@ func TestEditRecorded(t *testing.T) {
 		t.Errorf("(-got +want):\n%s", diff)
 	}
 }
+
+// TestEmptyArgumentsSayWhatIsMissing: "" and null where the schema needs
+// properties are re-asked with errors the model can act on: nothing was
+// sent, and what is required.
+func TestEmptyArgumentsSayWhatIsMissing(t *testing.T) {
+	for _, give := range []string{`""`, `"null"`, `"  "`} {
+		got := Arguments([]byte(give), compile(t, clickSchema), mendAll)
+		if got.Valid() || validate.Join(got.Errors) != "/: no JSON value was sent (empty or null)\n/: missing properties: 'selector'" {
+			t.Errorf("Arguments(%s): errors %q", give, validate.Join(got.Errors))
+		}
+	}
+}
