@@ -20,12 +20,21 @@ var _ ladder.Asker = (*exchange)(nil)
 // own, non-streamed, with its own timeout, cancelled at once if the client
 // goes away.
 func (ex *exchange) Ask(ctx context.Context, t *ladder.Turn, attempt int) (ladder.Answer, error) {
+	// A re-ask is at least the request: one that cannot fit is not
+	// written.
+	if err := ex.overAllowance(attempt, ex.sent); err != nil {
+		return ladder.Answer{}, err
+	}
 	model, toFallback := ex.x.FallbackModel(t)
 	body, err := ex.req.Reask(&ex.x, t, attempt, model)
 	if err != nil {
 		// A re-ask that cannot be written is not sent half-written.
 		return ladder.Answer{}, fmt.Errorf("re-ask %d: write the request: %w", attempt, err)
 	}
+	if err := ex.overAllowance(attempt, int64(len(body))); err != nil {
+		return ladder.Answer{}, err
+	}
+	ex.reaskBytes += int64(len(body))
 	rt, outreq, kind := ex.h.rt, ex.outreq, attemptReask
 	if toFallback {
 		rt, outreq = ex.toFallback(attempt, body)
@@ -48,6 +57,25 @@ func (ex *exchange) Ask(ctx context.Context, t *ladder.Turn, attempt int) (ladde
 	ex.replies = append(ex.replies, reply)
 	ex.noteUsage(reply, true)
 	return ans, nil
+}
+
+// reaskAllowance is the most that the re-asks of a request that came in
+// as received bytes may send upstream in all: a re-ask resends the whole
+// request, so a body that decoded to many times its size (see
+// maxDecodeRatio) would be sent that many times more with each. Four times
+// the request and 4 MiB leave the usual re-asks of an uncompressed request
+// (two, each the request and a reply) untouched; a request whose re-asks
+// would pass it gets none, and its calls the configured failure.
+func reaskAllowance(received int64) int64 { return 4*received + 4<<20 }
+
+// overAllowance is the error of a re-ask of n bytes that would take the
+// request's re-asks past reaskAllowance, or nil.
+func (ex *exchange) overAllowance(attempt int, n int64) error {
+	if sent, allowed := ex.reaskBytes+n, reaskAllowance(ex.received); sent > allowed {
+		return fmt.Errorf("re-ask %d would take the bytes re-asks send upstream to %d or more, over the %d allowed for a request of %d bytes: %w",
+			attempt, sent, allowed, ex.received, ladder.ErrNotAsked)
+	}
+	return nil
 }
 
 // send makes one re-ask upstream through rt.

@@ -49,6 +49,7 @@ type Handler struct {
 	metrics  *metrics
 	keys     keyring
 	slots    slots
+	decoded  *byteBudget // decoded request bodies in flight (see decodeBody)
 	fallback *fallback
 	secrets  []string                 // keys redacted from what upstreams send back
 	serve    http.Handler             // serveHTTP, traced when tracing is on
@@ -75,6 +76,7 @@ func New(o Options) (*Handler, error) {
 		log:      o.Logger,
 		keys:     newKeyring(o.Config.APIKeys),
 		slots:    newSlots(o.Config.MaxConcurrentUpstream),
+		decoded:  newByteBudget(decodedInFlight * o.Config.MaxBodyBytes),
 	}
 	h.schemas.SetMaxBytes(o.Config.SchemaCacheBytes)
 	h.secrets = upstreamSecrets(o.Config)

@@ -61,6 +61,10 @@ type exchange struct {
 	// tokens the upstream reported: input and output of the first attempt,
 	// then of the re-asks.
 	tokens [4]int64
+	// received is the size of the request's body as it came in (before
+	// decoding), sent as it went upstream; reaskBytes what its re-asks
+	// have sent (see reaskAllowance).
+	received, sent, reaskBytes int64
 }
 
 // inspectRoute is the handler of a route whose replies are inspected in
@@ -72,13 +76,17 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		if err != nil {
 			return err
 		}
+		received := int64(len(body))
 		pol, perr := h.requestPolicyOf(r)
 		if perr != nil {
 			return perr
 		}
 		var req request
 		if pol.Rules("").Mode != policy.ModeOff {
-			if body, err = readRequest(r, body, h.cfg.MaxBodyBytes, f); err != nil {
+			var release func()
+			body, release, err = readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f)
+			defer release()
+			if err != nil {
 				return err
 			}
 			if pol.Rules("").Mode.Repairs() {
@@ -111,6 +119,7 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 			h.log.InfoContext(r.Context(), "no re-asks for this request", "format", f.name, "reason", why)
 		}
 		ex := h.newExchange(r.Context(), f, req, pol)
+		ex.received, ex.sent = received, int64(len(body))
 		info := requestInfoFrom(r.Context())
 		info.inspected = ex
 		err = h.proxy(w, r, body)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"sync"
 )
 
 // slots bounds the client requests talking to the upstream at once. A
@@ -31,6 +32,50 @@ func overloaded() *apiError {
 	return &apiError{
 		Status: http.StatusServiceUnavailable, Type: "server_error", Code: "toolguard_overloaded",
 		Msg:    "toolguard is at TOOLGUARD_MAX_CONCURRENT_UPSTREAM requests to the upstream; retry shortly",
+		Header: http.Header{"Retry-After": {"1"}},
+	}
+}
+
+// byteBudget bounds the bytes that requests in flight hold at once for
+// something a client can make large without sending it: decoded request
+// bodies, which a few kilobytes of gzip can make megabytes. Like slots, it
+// never waits: a request that would take it past its bound is answered
+// 503 at once.
+type byteBudget struct {
+	mu        sync.Mutex
+	held, max int64
+}
+
+func newByteBudget(max int64) *byteBudget { return &byteBudget{max: max} }
+
+// take reserves n bytes more, or reports false and reserves nothing.
+func (b *byteBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held+n > b.max {
+		return false
+	}
+	b.held += n
+	return true
+}
+
+// give returns n reserved bytes.
+func (b *byteBudget) give(n int64) {
+	b.mu.Lock()
+	b.held -= n
+	b.mu.Unlock()
+}
+
+// decodedInFlight is the budget of decoded request bodies that all
+// requests in flight may hold, as a multiple of TOOLGUARD_MAX_BODY_BYTES:
+// two bodies of the largest size decoding at once, or many small ones.
+const decodedInFlight = 2
+
+// decodingOverloaded is the 503 past the decoded bytes' budget.
+func decodingOverloaded() *apiError {
+	return &apiError{
+		Status: http.StatusServiceUnavailable, Type: "server_error", Code: "toolguard_overloaded",
+		Msg:    "toolguard holds as many decoded request bodies as it may (twice TOOLGUARD_MAX_BODY_BYTES); retry shortly, or send the body uncompressed",
 		Header: http.Header{"Retry-After": {"1"}},
 	}
 }

@@ -165,19 +165,22 @@ func headerHasToken(h http.Header, name, token string) bool {
 // upstream will, or refuses it: its media type's charset, its
 // Content-Encoding (the decoded body is returned, and goes upstream), then
 // what the format reads (strict JSON, tools declared unambiguously). A body
-// toolguard read differently from the upstream would pass uninspected.
-func readRequest(r *http.Request, body []byte, max int64, f format) ([]byte, error) {
+// toolguard read differently from the upstream would pass uninspected. The
+// decoded bytes are held against budget until release is called (release
+// is never nil).
+func readRequest(r *http.Request, body []byte, max int64, budget *byteBudget, f format) (_ []byte, release func(), _ error) {
+	release = func() {}
 	if ae := checkCharset(r.Header); ae != nil {
-		return nil, ae
+		return nil, release, ae
 	}
-	body, ae := decodeBody(r, body, max)
+	body, release, ae := decodeBody(r, body, max, budget)
 	if ae != nil {
-		return nil, ae
+		return nil, release, ae
 	}
 	if err := f.read(body); err != nil {
-		return nil, err
+		return nil, release, err
 	}
-	return body, nil
+	return body, release, nil
 }
 
 // checkCharset refuses a body declared in a charset other than UTF-8. JSON
@@ -211,18 +214,35 @@ func checkCharset(h http.Header) *apiError {
 	return nil
 }
 
+// maxDecodeRatio bounds what a compressed request body may decode to, as
+// a multiple of its compressed size, beyond decodeFloor: a gzip body of 32
+// KB decoded to 31 MiB (about 1,000:1, deflate's limit) and, resent with
+// each re-ask, took 97.5 MB upstream. Real requests compress far less:
+// BFCL's, one function each, 2-4.6:1; 128 of its tools with 400 messages in
+// one body, 7.2:1; the OpenAI recordings 2.5-10:1. 20:1 leaves room for a
+// history that repeats itself, and a client refused can always send the
+// body as it is.
+const maxDecodeRatio = 20
+
+// decodeFloor is what any compressed body may decode to, whatever its
+// ratio: small bodies cost little, and may be as repetitive as they like.
+const decodeFloor = 1 << 20
+
 // decodeBody undoes the request's Content-Encoding, so that an inspected
 // body is read as the upstream would decode it: gzip and deflate, with the
-// decoded size bounded by max. Other encodings, layered ones and two
-// Content-Encoding headers are refused (415). The body must be one
-// compressed stream, read whole: a second gzip member (Go's and Python's
-// readers decode it and append it) or bytes after the stream are refused,
-// not dropped unread. The request's Content-Encoding is removed: the decoded
-// body goes upstream.
-func decodeBody(r *http.Request, body []byte, max int64) ([]byte, *apiError) {
+// decoded size bounded by max, by maxDecodeRatio times the compressed size
+// (past decodeFloor), both a 413, and by what budget has left for decoded
+// bodies, a 503. The decoded bytes stay on budget until release is called.
+// Other encodings, layered ones and two Content-Encoding headers are
+// refused (415). The body must be one compressed stream, read whole: a
+// second gzip member (Go's and Python's readers decode it and append it) or
+// bytes after the stream are refused, not dropped unread. The request's
+// Content-Encoding is removed: the decoded body goes upstream.
+func decodeBody(r *http.Request, body []byte, max int64, budget *byteBudget) (_ []byte, release func(), _ *apiError) {
+	release = func() {}
 	encs := r.Header.Values("Content-Encoding")
 	if len(encs) > 1 {
-		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_content_encoding",
+		return nil, release, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_content_encoding",
 			Msg: "the request has more than one Content-Encoding header: send one, gzip or deflate"}
 	}
 	enc := ""
@@ -231,7 +251,7 @@ func decodeBody(r *http.Request, body []byte, max int64) ([]byte, *apiError) {
 	}
 	if enc == "" || enc == "identity" {
 		r.Header.Del("Content-Encoding")
-		return body, nil
+		return body, release, nil
 	}
 	// bytes.Reader is an io.ByteReader: the decompressors read from it
 	// directly, without a buffer, so what is left in it after the stream
@@ -242,7 +262,7 @@ func decodeBody(r *http.Request, body []byte, max int64) ([]byte, *apiError) {
 	case "gzip", "x-gzip":
 		g, err := gzip.NewReader(in)
 		if err != nil {
-			return nil, undecodable(enc, err)
+			return nil, release, undecodable(enc, err)
 		}
 		g.Multistream(false)
 		zr = g
@@ -256,22 +276,77 @@ func decodeBody(r *http.Request, body []byte, max int64) ([]byte, *apiError) {
 			zr = flate.NewReader(in)
 		}
 	default:
-		return nil, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_content_encoding",
+		return nil, release, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_content_encoding",
 			Msg: "toolguard decodes request bodies in gzip or deflate, not " + wire.Clip(enc, 40)}
 	}
-	out, err := io.ReadAll(io.LimitReader(zr, max+1))
-	if err != nil {
-		return nil, undecodable(enc, err)
-	}
-	if int64(len(out)) > max {
-		return nil, tooLarge(max, errors.New("decoded body over the limit"))
+	limit := min(max, decodeLimit(int64(len(body))))
+	out, held, err := readBudgeted(zr, limit, budget)
+	release = func() { budget.give(held) }
+	switch {
+	case errors.Is(err, errBudget):
+		return nil, release, decodingOverloaded()
+	case err != nil:
+		return nil, release, undecodable(enc, err)
+	case int64(len(out)) > max:
+		return nil, release, tooLarge(max, errors.New("decoded body over the limit"))
+	case int64(len(out)) > limit:
+		return nil, release, &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+			Msg: fmt.Sprintf("the request body decodes to more than %d times its %d compressed bytes (and over %d bytes): send it uncompressed", maxDecodeRatio, len(body), decodeFloor)}
 	}
 	if in.Len() > 0 {
-		return nil, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_error",
+		return nil, release, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_error",
 			Msg: fmt.Sprintf("the request body holds %d bytes after its %s stream (another gzip member, or data): send the body as one stream", in.Len(), enc)}
 	}
 	r.Header.Del("Content-Encoding")
-	return out, nil
+	return out, release, nil
+}
+
+// decodeLimit is the most that a body of n compressed bytes may decode to
+// (see maxDecodeRatio).
+func decodeLimit(n int64) int64 { return max(n*maxDecodeRatio, decodeFloor) }
+
+var errBudget = errors.New("over the budget of decoded bytes in flight")
+
+// readBudgeted reads r to its end or to one byte past limit, holding
+// the capacity of its buffer against budget as the buffer grows; held is
+// what it holds when it returns, errors included. The buffer doubles from
+// 32 KiB, never past limit+1, and is trimmed to the body at the end.
+func readBudgeted(r io.Reader, limit int64, budget *byteBudget) (out []byte, held int64, _ error) {
+	grow := func(n int64) error {
+		if !budget.take(n - held) {
+			return errBudget
+		}
+		b := make([]byte, len(out), n)
+		copy(b, out)
+		out, held = b, n
+		return nil
+	}
+	if err := grow(min(32<<10, limit+1)); err != nil {
+		return nil, held, err
+	}
+	for int64(len(out)) <= limit {
+		if len(out) == cap(out) {
+			if err := grow(min(2*int64(cap(out)), limit+1)); err != nil {
+				return nil, held, err
+			}
+		}
+		n, err := r.Read(out[len(out):cap(out)])
+		out = out[:len(out)+n]
+		if err == io.EOF {
+			if slack := int64(cap(out) - len(out)); slack > int64(len(out))/8 {
+				// Up to half the buffer may be unused: what the request
+				// holds while it is in flight is its body.
+				out = append([]byte(nil), out...)
+				budget.give(slack)
+				held -= slack
+			}
+			return out, held, nil
+		}
+		if err != nil {
+			return nil, held, err
+		}
+	}
+	return out, held, nil
 }
 
 func undecodable(enc string, err error) *apiError {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -75,6 +77,27 @@ func boundCases() []hostileCase {
 			reply: jsonReply(fake.Responses.JSON(fake.Reply{Calls: []fake.Call{{ID: "c", Name: "click", Args: `{}`}}})),
 		},
 		{
+			// 31 MiB of one byte in 32 KB of gzip, its call re-asked: each
+			// attempt resent the decoded body upstream.
+			name:    "compressed: 32 KB of gzip decoding to 31 MiB, re-asked",
+			request: func() []byte { return gzipped(userRequest(strings.Repeat("a", 31<<20))) },
+			header:  http.Header{"Content-Encoding": {"gzip"}},
+			reply:   callReply("click", `{}`),
+		},
+		{
+			// The most a body under 1 MB may decode to now: 19 times its
+			// size (words of a real ratio, then one byte repeated), its
+			// call re-asked.
+			name: "compressed: 1 MB of gzip decoding to 19 MB, re-asked",
+			request: func() []byte {
+				text := words(12 << 20)
+				text += strings.Repeat("a", 19*len(gzipped([]byte(text)))-len(text))
+				return gzipped(userRequest(text))
+			},
+			header: http.Header{"Content-Encoding": {"gzip"}},
+			reply:  callReply("click", `{}`),
+		},
+		{
 			// 20 requests naming 1 MB models, then a scrape: the bytes to
 			// the client are those of /metrics.
 			name:  "metrics: 20 models named with 1 MB each",
@@ -82,6 +105,32 @@ func boundCases() []hostileCase {
 			reply: callReply("click", `{"selector":"#a"}`),
 		},
 	}
+}
+
+// userRequest is a request for the click tool whose user message is text.
+func userRequest(text string) []byte {
+	return []byte(`{"model":"m","messages":[{"role":"user","content":` + strconv.Quote(text) + `}],"tools":` + clickTools + `}`)
+}
+
+// gzipped is b compressed with gzip.
+func gzipped(b []byte) []byte {
+	var out bytes.Buffer
+	w := gzip.NewWriter(&out)
+	w.Write(b)
+	w.Close()
+	return out.Bytes()
+}
+
+// words is n bytes of four words in a random order, which gzip compresses
+// about 13:1.
+func words(n int) string {
+	list := []string{"select ", "button ", "click ", "the "}
+	r := rand.New(rand.NewPCG(1, 2))
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteString(list[r.IntN(len(list))])
+	}
+	return b.String()[:n]
 }
 
 // commaless is a call's arguments of about n bytes, array items without

@@ -3,6 +3,7 @@ package ladder
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/toolguard/toolguard/policy"
@@ -50,6 +51,10 @@ type Asker interface {
 	Ask(ctx context.Context, t *Turn, attempt int) (Answer, error)
 }
 
+// ErrNotAsked, wrapped in an Asker's error, says that the re-ask was not
+// sent: it does not count as one.
+var ErrNotAsked = errors.New("re-ask not sent")
+
 // Settle takes the turns of a reply up the ladder's last rung: while a turn
 // has invalid calls and their rules allow more, the model is asked again,
 // and the calls of its answer replace the invalid ones. The turns' calls
@@ -71,6 +76,9 @@ func (x *Exchange) Settle(ctx context.Context, turns []*Turn, ask Asker) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
+			}
+			if errors.Is(err, ErrNotAsked) {
+				x.Reasks--
 			}
 			x.GaveUp = err
 			return nil
