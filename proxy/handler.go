@@ -87,8 +87,9 @@ func New(o Options) (*Handler, error) {
 	h.rt = &timedTransport{next: h.rt, observe: func(d time.Duration) { h.metrics.upstream.Observe(d.Seconds()) }}
 	h.serve = http.HandlerFunc(h.serveHTTP)
 	if o.TracerProvider != nil {
-		h.rt = tracedTransport(h.rt, o.TracerProvider)
-		h.serve = tracedHandler(h.serve, o.TracerProvider)
+		tp := boundedProvider{tp: o.TracerProvider}
+		h.rt = tracedTransport(h.rt, tp)
+		h.serve = tracedHandler(h.serve, tp)
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

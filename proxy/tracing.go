@@ -6,8 +6,12 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // Tracing, when Options.TracerProvider is set: a server span for each client
@@ -131,4 +135,96 @@ func traceResult(ctx context.Context, ex *exchange) {
 		attribute.Int("toolguard.reasks", ex.x.Reasks),
 		attribute.Int("toolguard.repairs", ex.x.Repairs()),
 	)
+}
+
+// maxSpanValue bounds a span's name and each of its attribute values, in
+// bytes: spans wait in the exporter's queue (2,048 by default) until they
+// are sent, and a client names the model, the path, its User-Agent. A 1 MB
+// model name went whole into three spans' names and attributes.
+const maxSpanValue = 1024
+
+// boundedProvider is the TracerProvider toolguard traces with: its spans
+// clip their names and string attributes to maxSpanValue, those that
+// otelhttp takes from the request's headers included.
+type boundedProvider struct {
+	embedded.TracerProvider
+	tp trace.TracerProvider
+}
+
+func (p boundedProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return boundedTracer{tr: p.tp.Tracer(name, opts...)}
+}
+
+type boundedTracer struct {
+	embedded.Tracer
+	tr trace.Tracer
+}
+
+func (t boundedTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	cfg := trace.NewSpanStartConfig(opts...)
+	start := []trace.SpanStartOption{trace.WithSpanKind(cfg.SpanKind()), trace.WithAttributes(clipAttributes(cfg.Attributes())...),
+		trace.WithLinks(cfg.Links()...)}
+	if !cfg.Timestamp().IsZero() {
+		start = append(start, trace.WithTimestamp(cfg.Timestamp()))
+	}
+	if cfg.NewRoot() {
+		start = append(start, trace.WithNewRoot())
+	}
+	ctx, span := t.tr.Start(ctx, clipSpanValue(name), start...)
+	span = boundedSpan{span}
+	return trace.ContextWithSpan(ctx, span), span
+}
+
+// boundedSpan clips what is set on a span after it started.
+type boundedSpan struct{ trace.Span }
+
+func (s boundedSpan) SetName(name string) { s.Span.SetName(clipSpanValue(name)) }
+
+func (s boundedSpan) SetAttributes(kv ...attribute.KeyValue) {
+	s.Span.SetAttributes(clipAttributes(kv)...)
+}
+
+func (s boundedSpan) AddEvent(name string, opts ...trace.EventOption) {
+	cfg := trace.NewEventConfig(opts...)
+	event := []trace.EventOption{trace.WithAttributes(clipAttributes(cfg.Attributes())...)}
+	if !cfg.Timestamp().IsZero() {
+		event = append(event, trace.WithTimestamp(cfg.Timestamp()))
+	}
+	s.Span.AddEvent(clipSpanValue(name), event...)
+}
+
+func (s boundedSpan) SetStatus(code codes.Code, description string) {
+	s.Span.SetStatus(code, clipSpanValue(description))
+}
+
+func clipSpanValue(s string) string { return wire.Clip(s, maxSpanValue-3) }
+
+// clipAttributes clips string values to maxSpanValue, and string slices to
+// 8 values of 64 bytes (the other kinds are bounded already).
+func clipAttributes(kv []attribute.KeyValue) []attribute.KeyValue {
+	out := kv
+	for i, a := range kv {
+		var v attribute.Value
+		switch a.Value.Type() {
+		case attribute.STRING:
+			if len(a.Value.AsString()) <= maxSpanValue-3 {
+				continue
+			}
+			v = attribute.StringValue(clipSpanValue(a.Value.AsString()))
+		case attribute.STRINGSLICE:
+			ss := a.Value.AsStringSlice()
+			clipped := make([]string, min(len(ss), 8))
+			for j := range clipped {
+				clipped[j] = wire.Clip(ss[j], 61)
+			}
+			v = attribute.StringSliceValue(clipped)
+		default:
+			continue
+		}
+		if &out[0] == &kv[0] {
+			out = append([]attribute.KeyValue(nil), kv...)
+		}
+		out[i] = attribute.KeyValue{Key: attribute.Key(clipSpanValue(string(a.Key))), Value: v}
+	}
+	return out
 }

@@ -174,3 +174,49 @@ func TestTracingStream(t *testing.T) {
 		}
 	}
 }
+
+// TestSpansAreBoundedInSize: spans wait in the exporter's queue (2,048 of
+// them by default) until they are sent, so what a client puts in them is
+// held that many times. A 1 MB model name went whole into the server span's
+// gen_ai.request.model and into each attempt's name and attributes; every
+// name and attribute value is now at most maxSpanValue bytes, whatever the
+// client sends in its body or headers (a long User-Agent, a long path, a
+// Host, a tracestate and baggage at their limits).
+func TestSpansAreBoundedInSize(t *testing.T) {
+	const maxSpanValue = 1024
+	up := newUpstream(t, reply{Body: toolReply(`{}`, clickCall("c1", `"{}"`))}, reply{Body: toolReply(`{}`, clickCall("c2", `"{\"selector\":\"#a\"}"`))})
+	srv, rec := tracedGuard(t, up, policy.Default())
+	model := strings.Repeat("m", 1<<20)
+	body := strings.Replace(clickRequest(""), `"model":"gpt-test"`, `"model":"`+model+`"`, 1)
+	members := make([]string, 30)
+	for i := range members {
+		members[i] = "k" + strings.Repeat("x", 3) + string(rune('a'+i%26)) + string(rune('a'+i/26)) + "=" + strings.Repeat("v", 250)
+	}
+	h := http.Header{
+		"Traceparent": {"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+		"Tracestate":  {strings.Join(members, ",")},
+		"Baggage":     {strings.Repeat("b", 4000) + "=" + strings.Repeat("v", 4000)},
+		"User-Agent":  {strings.Repeat("u", 200<<10)},
+	}
+	resp, rb := do(t, t.Context(), srv, http.MethodPost, "/v1/chat/completions", body, h)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %.300s", resp.StatusCode, rb)
+	}
+	spans := rec.Ended()
+	if len(spans) < 3 {
+		t.Fatalf("%d spans, want the server's and two attempts'", len(spans))
+	}
+	for _, s := range spans {
+		if len(s.Name()) > maxSpanValue {
+			t.Errorf("a %v span's name is %d bytes", s.SpanKind(), len(s.Name()))
+		}
+		for _, a := range s.Attributes() {
+			if n := len(a.Value.Emit()); n > maxSpanValue {
+				t.Errorf("a %v span's %s is %d bytes", s.SpanKind(), a.Key, n)
+			}
+		}
+		if got := spanAttributes(s)["gen_ai.request.model"].AsString(); got != "" && !strings.HasPrefix(got, "mmmm") {
+			t.Errorf("gen_ai.request.model %.40q does not start as the model does", got)
+		}
+	}
+}

@@ -98,6 +98,15 @@ func boundCases() []hostileCase {
 			reply:  callReply("click", `{}`),
 		},
 		{
+			// With an exporter configured (here one that refuses
+			// connections, so spans wait and are retried), 50 requests
+			// naming 1 MB models: each name went into three spans.
+			name:  "traces: 50 models named with 1 MB each, exporter configured",
+			send:  func(addr string) (int, int64, error) { return sendLongModels(addr, 50) },
+			reply: callReply("click", `{"selector":"#a"}`),
+			env:   []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:9"},
+		},
+		{
 			// 20 requests naming 1 MB models, then a scrape: the bytes to
 			// the client are those of /metrics.
 			name:  "metrics: 20 models named with 1 MB each",
@@ -133,6 +142,27 @@ func words(n int) string {
 	return b.String()[:n]
 }
 
+// sendLongModels sends n chat completions whose model is 1 MB long, and
+// returns the last status and the bytes read.
+func sendLongModels(addr string, n int) (int, int64, error) {
+	var read int64
+	for i := range n {
+		model := fmt.Sprintf("%s-%02d", strings.Repeat("m", 1<<20), i)
+		body := strings.Replace(string(clickRequest()), `"model":"m"`, `"model":"`+model+`"`, 1)
+		resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json", bytes.NewReader([]byte(body)))
+		if err != nil {
+			return 0, read, err
+		}
+		k, _ := io.Copy(io.Discard, resp.Body)
+		read += k
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return resp.StatusCode, read, nil
+		}
+	}
+	return http.StatusOK, read, nil
+}
+
 // commaless is a call's arguments of about n bytes, array items without
 // commas: {"selector":"a","x":[1 1 1 ...]}.
 func commaless(n int) string {
@@ -142,18 +172,8 @@ func commaless(n int) string {
 // longModelNames sends 20 chat completions whose model is 1 MB long, then
 // reads /metrics and returns its size.
 func longModelNames(addr string) (int, int64, error) {
-	for i := range 20 {
-		model := fmt.Sprintf("%s-%02d", strings.Repeat("m", 1<<20), i)
-		body := strings.Replace(string(clickRequest()), `"model":"m"`, `"model":"`+model+`"`, 1)
-		resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json", bytes.NewReader([]byte(body)))
-		if err != nil {
-			return 0, 0, err
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return resp.StatusCode, 0, nil
-		}
+	if status, _, err := sendLongModels(addr, 20); status != http.StatusOK || err != nil {
+		return status, 0, err
 	}
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
