@@ -26,7 +26,9 @@
 //     over a plan made at compile time counts the visits it could make and
 //     stops at MaxSteps (or what is left of a shared Budget); arguments over
 //     it are not checked and Validate says so with one error of keyword
-//     KeywordBudget (see Unchecked). Patterns whose program is over
+//     KeywordBudget (see Unchecked), or KeywordSpent when what was left of
+//     the shared Budget, less than MaxSteps, was the bound (see Spent).
+//     Patterns whose program is over
 //     MaxPatternInsts do not compile.
 //   - At most MaxErrors errors are kept per call, each message bounded; an
 //     enum is described by its size and a few values, never quoted whole.

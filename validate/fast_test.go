@@ -150,8 +150,8 @@ func TestFastPathChargesTheBudget(t *testing.T) {
 		t.Fatalf("%v, %d steps left of %d, want valid and all spent", errs, b.Left(), want)
 	}
 	b = NewBudget(want - 1)
-	if errs := s.ValidateWithin(v, b); !Unchecked(errs) {
-		t.Errorf("one step short: %v, want unchecked", errs)
+	if errs := s.ValidateWithin(v, b); !Spent(errs) {
+		t.Errorf("one step short of a shared budget: %v, want spent", errs)
 	}
 }
 

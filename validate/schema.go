@@ -198,6 +198,13 @@ func (s *Schema) validateFull(v any, b *Budget, max int) []Error {
 		b.left -= min(steps, b.left)
 	}
 	if err != nil {
+		if b != nil && max < MaxSteps {
+			// The calls before this one spent the request's budget: what
+			// is left is not this call's bound, and its check is not one
+			// to skip.
+			return []Error{{Keyword: KeywordSpent, Message: fmt.Sprintf(
+				"not checked: the request's validation work budget is spent (%d steps were left, this check needs more), so the arguments cannot be accepted", max)}}
+		}
 		return []Error{{Keyword: KeywordBudget, Message: fmt.Sprintf(
 			"validating these arguments against this schema would take more than the %d steps left of the work budget, so they were not checked", max)}}
 	}
@@ -215,6 +222,19 @@ func (s *Schema) validateFull(v any, b *Budget, max int) []Error {
 // arguments it did not check because checking them would cost more than
 // MaxSteps (see Unchecked).
 const KeywordBudget = "budget"
+
+// KeywordSpent is the keyword of the one error ValidateWithin returns for
+// arguments it did not check because the shared budget had less left than
+// MaxSteps and checking them would cost more: calls before them spent it.
+// Unlike KeywordBudget, it says nothing of these arguments, and a caller
+// that must fail closed treats them as invalid (see Spent).
+const KeywordSpent = "budget_spent"
+
+// Spent reports whether errs says the arguments were not checked because
+// the shared budget was spent.
+func Spent(errs []Error) bool {
+	return len(errs) == 1 && errs[0].Keyword == KeywordSpent
+}
 
 // Unchecked reports whether errs says the arguments were not checked (over
 // the work budget), rather than that they are invalid.

@@ -107,6 +107,25 @@ func boundCases() []hostileCase {
 			env:   []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:9"},
 		},
 		{
+			// Five valid calls that spend the request's validation
+			// budget, then an invalid one, which passed unchecked.
+			name: "budget: five costly calls, then an invalid one",
+			request: func() []byte {
+				return []byte(`{"model":"m","messages":[{"role":"user","content":"go"}],"tools":[` +
+					`{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"array","items":{"allOf":[{},{},{},{},{},{},{},{}]}}}}}},` +
+					`{"type":"function","function":{"name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}}]}`)
+			},
+			reply: func(w http.ResponseWriter, r *http.Request, n int) {
+				heavy := strconv.Quote(`{"a":[` + strings.TrimSuffix(strings.Repeat("1,", 100_000), ",") + `]}`)
+				var calls []string
+				for i := range 5 {
+					calls = append(calls, `{"id":"h`+strconv.Itoa(i)+`","type":"function","function":{"name":"f","arguments":`+heavy+`}}`)
+				}
+				calls = append(calls, `{"id":"bad","type":"function","function":{"name":"click","arguments":"{}"}}`)
+				jsonReply(`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[`+strings.Join(calls, ",")+`]},"finish_reason":"tool_calls"}]}`)(w, r, n)
+			},
+		},
+		{
 			// 20 requests naming 1 MB models, then a scrape: the bytes to
 			// the client are those of /metrics.
 			name:  "metrics: 20 models named with 1 MB each",

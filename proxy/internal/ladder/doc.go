@@ -15,6 +15,8 @@
 //     valid calls are kept, and a valid call the model sends again is not
 //     doubled.
 //   - The validation work of all the calls of a request is bounded by one
-//     budget (Exchange.Work); past it, calls whose arguments are a JSON
-//     object pass as unchecked, and the outcome says so.
+//     budget (Exchange.Work). A call whose own check is over the per-call
+//     bound passes as unchecked if its arguments are a JSON object, and the
+//     outcome says so; a call the request's spent budget cannot cover is
+//     invalid (Exchange.Spent), and no re-ask is made.
 package ladder

@@ -169,9 +169,13 @@ type Exchange struct {
 	repairs *repair.Quota
 
 	// What happened.
-	Calls   []*Call // every call checked, in every attempt
-	Reasks  int
-	GaveUp  error // why re-asking stopped short, if it did
+	Calls  []*Call // every call checked, in every attempt
+	Reasks int
+	GaveUp error // why re-asking stopped short, if it did
+	// Spent is set once a call was left unchecked because the request's
+	// validation budget (Work) was spent: a re-ask's calls could not be
+	// checked either, so none is made.
+	Spent   bool
 	Outcome Outcome
 }
 
@@ -264,6 +268,12 @@ func (x *Exchange) Check(s Sent, attempt int, mend, cutOff bool) *Call {
 	switch {
 	case schema == nil && c.Errs == nil:
 		c.Unchecked = true
+	case validate.Spent(c.Errs):
+		// The calls before it spent the request's budget: passing it
+		// unchecked would let a reply of costly calls carry any call
+		// after them. It stays invalid, and nothing more is asked.
+		x.Spent = true
+		x.Log.WarnContext(x.Ctx, "tool call not checked: the request's validation budget is spent; it counts as invalid", "tool", c.Tool.Name, "call_id", c.ID)
 	case validate.Unchecked(c.Errs):
 		// Over the work budget: like a schema that does not compile, the
 		// arguments must still be a JSON object.

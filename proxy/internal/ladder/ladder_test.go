@@ -207,17 +207,25 @@ func TestSettleStopsWhenTheClientLeaves(t *testing.T) {
 	}
 }
 
-// TestWorkBudget: past the request's validation budget, an object passes
-// unchecked and the outcome says so.
+// TestWorkBudget: past the request's validation budget, spent by the calls
+// before it, a call is not passed unchecked: it is invalid, and no re-ask is
+// made, since its calls could not be checked either.
 func TestWorkBudget(t *testing.T) {
 	x := newExchange(policy.Default())
 	x.Work = validate.NewBudget(0)
 	tn := turn(t, x, click("a", `{"selector":"#a"}`))
-	if tn.Invalid() || !tn.Calls[0].Unchecked {
-		t.Fatalf("call %+v: want valid and unchecked", tn.Calls[0])
+	if !tn.Invalid() || tn.Calls[0].Unchecked || !x.Spent {
+		t.Fatalf("call %+v: want invalid, the budget spent", tn.Calls[0])
 	}
-	if got := x.Decide(false); got != OutcomeUnchecked {
-		t.Errorf("outcome %s, want unchecked", got)
+	a := &asker{x: x}
+	if err := x.Settle(context.Background(), []*Turn{tn}, a); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.asked) != 0 || x.GaveUp == nil {
+		t.Errorf("asked %d times (gave up: %v), want none and why", len(a.asked), x.GaveUp)
+	}
+	if got := x.Decide(true); got != OutcomeFailed {
+		t.Errorf("outcome %s, want failed", got)
 	}
 }
 

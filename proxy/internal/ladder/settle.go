@@ -55,6 +55,8 @@ type Asker interface {
 // sent: it does not count as one.
 var ErrNotAsked = errors.New("re-ask not sent")
 
+var errSpent = errors.New("the request's validation work budget is spent: a re-ask's calls could not be checked")
+
 // Settle takes the turns of a reply up the ladder's last rung: while a turn
 // has invalid calls and their rules allow more, the model is asked again,
 // and the calls of its answer replace the invalid ones. The turns' calls
@@ -66,6 +68,10 @@ func (x *Exchange) Settle(ctx context.Context, turns []*Turn, ask Asker) error {
 	for {
 		t := firstInvalid(turns)
 		if t == nil || x.Reasks >= x.Budget(t) {
+			return nil
+		}
+		if x.Spent {
+			x.GaveUp = errSpent
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
