@@ -3,9 +3,11 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,9 +89,51 @@ func (b *breaker) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, b.open(errors.Is(err, gobreaker.ErrOpenState))
 	}
 	resp, err := b.next.RoundTrip(req)
-	done(verdict(req.Context(), resp, err))
+	v := verdict(req.Context(), resp, err)
+	if v != nil || resp.Body == nil || resp.Body == http.NoBody {
+		done(v)
+		return resp, err
+	}
+	// The headers say the upstream answered; the body says whether it
+	// finished. An upstream that sends its headers and then stalls or
+	// breaks off every body failed every request, and is judged so. A
+	// stream is judged at its first bytes: it may last minutes, and a
+	// half-open breaker lets no other request through until its probe is
+	// judged.
+	resp.Body = &judgedBody{ReadCloser: resp.Body, ctx: req.Context(), done: done,
+		stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
 	return resp, err
 }
+
+// judgedBody reports its response's verdict to the breaker when its body
+// ends (a stream's: when its first bytes arrive): a read error is a failure
+// (a timeout, a reset), unless the client left; the end of the body, or a
+// Close before it (toolguard stopped reading), is a success.
+type judgedBody struct {
+	io.ReadCloser
+	ctx    context.Context
+	stream bool
+	once   sync.Once
+	done   func(error)
+}
+
+func (j *judgedBody) Read(p []byte) (int, error) {
+	n, err := j.ReadCloser.Read(p)
+	switch {
+	case err == io.EOF || (n > 0 && j.stream):
+		j.judge(nil)
+	case err != nil:
+		j.judge(verdict(j.ctx, nil, err))
+	}
+	return n, err
+}
+
+func (j *judgedBody) Close() error {
+	j.judge(nil)
+	return j.ReadCloser.Close()
+}
+
+func (j *judgedBody) judge(err error) { j.once.Do(func() { j.done(err) }) }
 
 // verdict is what one upstream request says of the upstream's health: nil
 // for a success, errClientGone for neither, another error for a failure.

@@ -302,3 +302,51 @@ func scrapeHandler(t *testing.T, h *proxy.Handler) map[string]*dto.MetricFamily 
 	}
 	return out
 }
+
+// TestBreakerCountsBodiesThatFail: an upstream that sends its headers and
+// then breaks off every body failed every request, and the breaker, judging
+// by the headers alone, never opened. Bodies cut short count as failures
+// now (a stream's, when it breaks off before its first bytes); a body read
+// to its end is a success.
+func TestBreakerCountsBodiesThatFail(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "json", true: "stream"}[stream], func(t *testing.T) {
+			up := newUpstream(t)
+			up.handle = func(w http.ResponseWriter, r *http.Request, n int) {
+				ct := "application/json"
+				if stream {
+					ct = "text/event-stream"
+				}
+				w.Header().Set("Content-Type", ct)
+				w.Header().Set("Content-Length", "100000")
+				if !stream {
+					io.WriteString(w, `{"choices":`)
+				}
+				w.(http.Flusher).Flush() // then the connection closes
+			}
+			srv, _ := guard(t, up, func(c *policy.Config) { c.BreakerFailures, c.BreakerCooldown = 3, time.Hour })
+			req := clickRequest("")
+			if stream {
+				req = clickRequest(`,"stream":true`)
+			}
+			for range 3 {
+				post(t, srv, "/v1/chat/completions", req)
+			}
+			resp, body := post(t, srv, "/v1/chat/completions", req)
+			if resp.StatusCode != 503 || !strings.Contains(string(body), "upstream_circuit_open") {
+				t.Errorf("after three bodies cut short: status %d %.300s, want the breaker open", resp.StatusCode, body)
+			}
+			if n := len(up.requests()); n != 3 {
+				t.Errorf("the upstream saw %d requests, want 3", n)
+			}
+		})
+	}
+	// Bodies read whole keep it closed.
+	up := newUpstream(t, reply{Body: toolReply(`{}`, clickCall("c1", `"{\"selector\":\"#a\"}"`))})
+	srv, _ := guard(t, up, func(c *policy.Config) { c.BreakerFailures, c.BreakerCooldown = 1, time.Hour })
+	for range 3 {
+		if resp, body := post(t, srv, "/v1/chat/completions", clickRequest("")); resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+	}
+}

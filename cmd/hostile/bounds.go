@@ -126,6 +126,50 @@ func boundCases() []hostileCase {
 			},
 		},
 		{
+			// Many choices, each a call written as text that needs the
+			// repairer (single quotes, a trailing comma).
+			name:    "choices: 6,000 calls written as text to repair",
+			request: clickRequest,
+			reply: func(w http.ResponseWriter, r *http.Request, n int) {
+				text := strconv.Quote("<tool_call>\n{\"name\":\"click\",\"arguments\":{'selector': '#a',}}\n</tool_call>")
+				var b strings.Builder
+				b.WriteString(`{"choices":[`)
+				for i := range 6000 {
+					if i > 0 {
+						b.WriteString(",")
+					}
+					b.WriteString(`{"index":` + strconv.Itoa(i) + `,"message":{"role":"assistant","content":` + text + `},"finish_reason":"stop"}`)
+				}
+				b.WriteString(`]}`)
+				jsonReply(b.String())(w, r, n)
+			},
+		},
+		{
+			// An upstream that answers 200 and cuts every body short: the
+			// breaker judged by the headers and never opened. The bytes
+			// upstream count the requests that reached it.
+			name: "breaker: 20 requests, every body cut short",
+			send: func(addr string) (int, int64, error) {
+				status, read := 0, int64(0)
+				for range 20 {
+					resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json", bytes.NewReader(clickRequest()))
+					if err != nil {
+						return 0, read, err
+					}
+					k, _ := io.Copy(io.Discard, resp.Body)
+					read += k
+					resp.Body.Close()
+					status = resp.StatusCode
+				}
+				return status, read, nil
+			},
+			reply: func(w http.ResponseWriter, r *http.Request, n int) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Length", "100000")
+				io.WriteString(w, `{"choices":`)
+			},
+		},
+		{
 			// 20 requests naming 1 MB models, then a scrape: the bytes to
 			// the client are those of /metrics.
 			name:  "metrics: 20 models named with 1 MB each",
