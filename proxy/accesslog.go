@@ -223,7 +223,7 @@ func errorLocations(c *ladder.Call) string {
 func (h *Handler) redact(s string, r *http.Request) string {
 	secrets := append([]string{h.cfg.UpstreamAPIKey, h.cfg.FallbackUpstreamAPIKey}, h.cfg.APIKeys...)
 	if r != nil {
-		if tok, ok := bearer(r.Header.Get("Authorization")); ok {
+		if tok, ok := clientToken(r); ok {
 			secrets = append(secrets, tok)
 		}
 	}

@@ -19,11 +19,11 @@ func newKeyring(keys []string) keyring {
 	return k
 }
 
-// allows reports whether the request carries one of the keys as a Bearer
-// token. Every key is compared, with no early exit, so the time taken does
-// not tell which key (or how many) came close.
+// allows reports whether the request carries one of the keys (see
+// clientToken). Every key is compared, with no early exit, so the time
+// taken does not tell which key (or how many) came close.
 func (k keyring) allows(r *http.Request) bool {
-	token, ok := bearer(r.Header.Get("Authorization"))
+	token, ok := clientToken(r)
 	if !ok {
 		return false
 	}
@@ -33,6 +33,17 @@ func (k keyring) allows(r *http.Request) bool {
 		match |= subtle.ConstantTimeCompare(d[:], k[i][:])
 	}
 	return match == 1
+}
+
+// clientToken returns the key a request carries: a Bearer token, as the
+// OpenAI clients send it, or else an x-api-key, as the Anthropic clients
+// send it.
+func clientToken(r *http.Request) (string, bool) {
+	if tok, ok := bearer(r.Header.Get("Authorization")); ok {
+		return tok, true
+	}
+	tok := strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	return tok, tok != ""
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" value; the
@@ -60,7 +71,7 @@ func openPath(path string) bool {
 func unauthorized() *apiError {
 	return &apiError{
 		Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
-		Msg:    "missing or unknown API key: send one of toolguard's keys as Authorization: Bearer <key>",
+		Msg:    "missing or unknown API key: send one of toolguard's keys as Authorization: Bearer <key> (or x-api-key: <key>)",
 		Header: http.Header{"Www-Authenticate": {`Bearer realm="toolguard"`}},
 	}
 }

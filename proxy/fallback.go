@@ -11,6 +11,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/messages"
 )
 
 // fallback is where the last re-ask goes when a fallback is configured.
@@ -109,7 +110,10 @@ func (fb *fallback) request(outreq *http.Request, path string) *http.Request {
 			req.Header.Del(k)
 		}
 	}
-	if fb.key != "" {
+	switch {
+	case fb.key != "" && path == messages.Path:
+		req.Header.Set("X-Api-Key", fb.key)
+	case fb.key != "":
 		req.Header.Set("Authorization", "Bearer "+fb.key)
 	}
 	return req

@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolguard/toolguard/proxy/internal/chat"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/messages"
 	"github.com/toolguard/toolguard/proxy/internal/responses"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/repair"
@@ -32,6 +33,9 @@ type format struct {
 	// uninspectable, if set, says why a request that declares something to
 	// inspect asks for a reply toolguard never sees, or "".
 	uninspectable func(body []byte) string
+	// errorBody, if set, renders the errors of the format's route in its
+	// API's shape; nil means the OpenAI shape.
+	errorBody func(e *wire.Error) []byte
 }
 
 // request is an inspected request, as its format reads it and writes
@@ -95,4 +99,20 @@ var chatFormat = format{
 		}
 		return nil
 	},
+}
+
+// messagesFormat is the Anthropic Messages API.
+var messagesFormat = format{
+	name:        "messages",
+	path:        messages.Path,
+	read:        messages.Read,
+	mendHistory: messages.MendHistory,
+	open: func(body []byte, output bool) request {
+		if q := messages.NewRequest(body, output); q != nil {
+			return q
+		}
+		return nil
+	},
+	uninspectable: messages.Uninspectable,
+	errorBody:     messages.ErrorBody,
 }

@@ -118,7 +118,7 @@ func New(o Options) (*Handler, error) {
 		h.mux.Handle("GET /metrics", h.MetricsHandler())
 	}
 	h.inspect = map[string]returnHandler{}
-	for _, f := range []format{chatFormat, responsesFormat} {
+	for _, f := range []format{chatFormat, responsesFormat, messagesFormat} {
 		h.inspect[f.name] = h.inspectRoute(f)
 		h.mux.HandleFunc("POST /v1"+f.path, h.handle(h.inspect[f.name]))
 	}
@@ -172,7 +172,7 @@ func (h *Handler) handle(f returnHandler) http.HandlerFunc {
 // drainAfter413; otherwise up to what a body may be.
 func (h *Handler) serveError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := statusError(r.Context(), err)
-	ae.Write(w)
+	writeError(w, r, ae)
 	limit := min(h.cfg.MaxBodyBytes, drainAfter413)
 	if ae.Status == http.StatusRequestEntityTooLarge {
 		limit = drainAfter413
@@ -287,9 +287,17 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 		// The client's key is toolguard's, not the upstream's: it never
 		// leaves. The upstream gets TOOLGUARD_UPSTREAM_API_KEY, if set.
 		pr.Out.Header.Del("Authorization")
+		pr.Out.Header.Del("X-Api-Key")
 	}
 	if h.cfg.UpstreamAPIKey != "" {
-		pr.Out.Header.Set("Authorization", "Bearer "+h.cfg.UpstreamAPIKey)
+		if anthropicPath(pr.In.URL.Path) {
+			// The Messages API takes its key as x-api-key; the client's
+			// anthropic-version and anthropic-beta headers pass as sent.
+			pr.Out.Header.Del("Authorization")
+			pr.Out.Header.Set("X-Api-Key", h.cfg.UpstreamAPIKey)
+		} else {
+			pr.Out.Header.Set("Authorization", "Bearer "+h.cfg.UpstreamAPIKey)
+		}
 	}
 	for k := range pr.Out.Header {
 		if strings.HasPrefix(k, "X-Toolguard-") {
@@ -330,5 +338,5 @@ func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error
 		level = slog.LevelDebug
 	}
 	h.log.Log(r.Context(), level, "upstream request failed", "method", r.Method, "path", r.URL.Path, "status", ae.Status, "error", ae.Error())
-	ae.Write(w)
+	writeError(w, r, ae)
 }

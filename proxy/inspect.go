@@ -256,7 +256,11 @@ func (ex *exchange) run(first []byte) (int, []byte, error) {
 	case policy.FailDrop:
 		return ex.write(first, turns)
 	default:
-		return http.StatusBadRequest, x.FailureError(turns, ex.redact).Body(), nil
+		ae := x.FailureError(turns, ex.redact)
+		if ex.f.errorBody != nil {
+			return http.StatusBadRequest, ex.f.errorBody(ae), nil
+		}
+		return http.StatusBadRequest, ae.Body(), nil
 	}
 }
 

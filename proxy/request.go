@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/proxy/internal/chat"
+	"github.com/toolguard/toolguard/proxy/internal/messages"
 	"github.com/toolguard/toolguard/proxy/internal/responses"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
@@ -374,3 +375,22 @@ func drainBody(w http.ResponseWriter, r *http.Request, max int64) {
 // drainAfter413 is the most drained after a 413: a few times the default
 // body limit.
 const drainAfter413 = 64 << 20
+
+// anthropicPath reports whether a path is under Anthropic's Messages API
+// (/v1/messages, /v1/messages/count_tokens, /v1/messages/batches), whose
+// clients send their key as x-api-key and read errors in Anthropic's shape.
+// Only /v1/messages itself is inspected: the Messages API has no other
+// prefix, and other APIs end paths in /messages (an OpenAI thread's).
+func anthropicPath(path string) bool {
+	return path == "/v1"+messages.Path || strings.HasPrefix(path, "/v1"+messages.Path+"/")
+}
+
+// writeError sends ae to the client in the error shape of the API the
+// request is for.
+func writeError(w http.ResponseWriter, r *http.Request, ae *apiError) {
+	if anthropicPath(r.URL.Path) {
+		ae.WriteBody(w, messages.ErrorBody(ae))
+		return
+	}
+	ae.Write(w)
+}

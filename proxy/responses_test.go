@@ -30,26 +30,32 @@ func click(id, args string) fake.Call { return fake.Call{ID: id, Name: "click", 
 // re-ask with the next of corrected (the last repeats), streamed or not as
 // the request asks, and records the re-asks' bodies.
 func scriptResponses(up *fakeUpstream, first fake.Reply, corrected ...fake.Reply) *[][]byte {
+	return script(up, fake.Responses, "resp_reask%d", first, corrected...)
+}
+
+// script is scriptResponses in format f; the replies to re-asks get the ids
+// idFormat numbers.
+func script(up *fakeUpstream, f fake.Format, idFormat string, first fake.Reply, corrected ...fake.Reply) *[][]byte {
 	var reasks [][]byte
 	var n atomic.Int32
 	up.handle = func(w http.ResponseWriter, r *http.Request, i int) {
 		body := up.requests()[i].Body // serve has read r.Body
 		reply := first
-		if fake.Responses.Reasked(body) {
+		if f.Reasked(body) {
 			reasks = append(reasks, body)
 			i := int(n.Add(1)) - 1
 			reply = corrected[min(i, len(corrected)-1)]
-			reply.ID = fmt.Sprintf("resp_reask%d", i+1)
+			reply.ID = fmt.Sprintf(idFormat, i+1)
 		}
 		if gjson.GetBytes(body, "stream").Bool() {
 			w.Header().Set("Content-Type", "text/event-stream")
-			for _, ev := range fake.Responses.Events(reply, 5) {
+			for _, ev := range f.Events(reply, 5) {
 				io.WriteString(w, ev)
 			}
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, fake.Responses.JSON(reply))
+		io.WriteString(w, f.JSON(reply))
 	}
 	return &reasks
 }

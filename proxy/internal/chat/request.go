@@ -3,7 +3,6 @@ package chat
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"unsafe"
 
@@ -113,12 +112,7 @@ func (q *Request) Model() string { return q.model }
 //   - two functions of one name: toolguard checks calls against the first,
 //     a client that keys its tools by name (most do) runs the last.
 func checkDeclarations(t top) *wire.Error {
-	ambiguous := func(msg string) *wire.Error {
-		return &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_ambiguous", Msg: msg}
-	}
-	invalid := func(msg string) *wire.Error {
-		return &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_invalid", Msg: msg}
-	}
+	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
 	tools, functions := t.tools, t.functions
 	notArray := func(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null && !v.IsArray() }
 	if notArray(tools) {

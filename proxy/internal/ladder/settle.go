@@ -223,3 +223,31 @@ type Session struct {
 	// Redact cleans what the client is told of why re-asking stopped.
 	Redact func(string) string
 }
+
+// Kept says which of the calls first, those of the turn's first reply, the
+// turn keeps, and whether what the client gets differs from that reply: a
+// call dropped, invalid or mended, or calls of re-asks added.
+func (t *Turn) Kept(first []*Call) (keep map[*Call]bool, dirty bool) {
+	dirty = t.Touched
+	keep = make(map[*Call]bool, len(t.Calls))
+	for _, c := range t.Calls {
+		keep[c] = true
+	}
+	for _, c := range first {
+		if !keep[c] || !c.Valid() || c.Changed() {
+			dirty = true
+		}
+	}
+	return keep, dirty
+}
+
+// Added are the valid calls the re-asks added to the turn, in order.
+func (t *Turn) Added() []*Call {
+	var out []*Call
+	for _, c := range t.Calls {
+		if c.Attempt > 0 && c.Valid() {
+			out = append(out, c)
+		}
+	}
+	return out
+}

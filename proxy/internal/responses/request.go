@@ -3,7 +3,6 @@ package responses
 import (
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
@@ -71,12 +70,7 @@ type tool struct{ namespace, name string }
 // Entries of other types (built-in tools, custom tools, MCP) are not
 // inspected.
 func declared(body []byte) (*ladder.Tools, error) {
-	ambiguous := func(msg string) error {
-		return &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_ambiguous", Msg: msg}
-	}
-	invalid := func(msg string) error {
-		return &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_invalid", Msg: msg}
-	}
+	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
 	tools := gjson.GetBytes(body, "tools")
 	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
 		return nil, ambiguous("tools must be an array")

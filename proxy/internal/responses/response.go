@@ -315,16 +315,7 @@ func rewrite(first []byte, tt *ladder.Turn) ([]byte, bool, error) {
 	if t.output || t.converted {
 		return rewriteText(first, tt)
 	}
-	dirty := tt.Touched
-	keep := map[*ladder.Call]bool{}
-	for _, c := range tt.Calls {
-		keep[c] = true
-	}
-	for _, c := range t.first {
-		if !keep[c] || !c.Valid() || c.Changed() {
-			dirty = true
-		}
-	}
+	keep, dirty := tt.Kept(t.first)
 	if !dirty {
 		return nil, false, nil
 	}
@@ -353,10 +344,7 @@ func rewrite(first []byte, tt *ladder.Turn) ([]byte, bool, error) {
 		return nil, false, err
 	}
 	var added []string
-	for _, c := range tt.Calls {
-		if c.Attempt == 0 || !c.Valid() {
-			continue
-		}
+	for _, c := range tt.Added() {
 		s, err := item(c)
 		if err != nil {
 			return nil, false, err

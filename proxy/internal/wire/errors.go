@@ -48,13 +48,16 @@ func (e *Error) Body() []byte {
 	return b
 }
 
-// write sends the error to the client.
-func (e *Error) Write(w http.ResponseWriter) {
+// Write sends the error to the client in the OpenAI shape.
+func (e *Error) Write(w http.ResponseWriter) { e.WriteBody(w, e.Body()) }
+
+// WriteBody sends the error to the client as b, the error rendered in the
+// shape of the client's API, with its status and headers.
+func (e *Error) WriteBody(w http.ResponseWriter, b []byte) {
 	h := w.Header()
 	for k, v := range e.Header {
 		h[k] = v
 	}
-	b := e.Body()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(e.Status)
@@ -96,4 +99,15 @@ func RequestUnreadable(err error) *Error {
 func WriteFailed(err error) *Error {
 	return &Error{Status: http.StatusBadGateway, Type: "upstream_error", Code: "toolguard_write_failed",
 		Msg: "toolguard could not write the checked tool calls into the upstream's reply", Err: err}
+}
+
+// ToolsAmbiguous refuses a request whose tools toolguard could read
+// differently from the upstream or the client.
+func ToolsAmbiguous(msg string) *Error {
+	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_ambiguous", Msg: msg}
+}
+
+// ToolsInvalid refuses a request whose tools are not declarations at all.
+func ToolsInvalid(msg string) *Error {
+	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_invalid", Msg: msg}
 }

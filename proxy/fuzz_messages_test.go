@@ -1,0 +1,106 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/internal/fake"
+	"github.com/toolguard/toolguard/internal/faulty"
+	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
+)
+
+// messagesExchange is fuzzExchange for a Messages request declaring click.
+func messagesExchange(t testing.TB, onFailure policy.OnFailure, stream bool) *exchange {
+	ex := fuzzExchange(t, onFailure)
+	params := gjson.Get(faulty.ClickTools, "0.function.parameters").Raw
+	body := []byte(`{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"go"}],"stream":` + map[bool]string{true: "true", false: "false"}[stream] +
+		`,"tools":[{"name":"click","input_schema":` + params + `}]}`)
+	r := httptest.NewRequest("POST", "/v1/messages", bytes.NewReader(body))
+	pol, perr := ex.h.requestPolicyOf(r)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	return ex.h.newExchange(context.Background(), messagesFormat, messagesFormat.open(body, true), pol)
+}
+
+// messagesClickValid reports whether a tool_use block names click with an
+// input that validates.
+func messagesClickValid(b gjson.Result) bool {
+	in := b.Get("input")
+	if !in.IsObject() {
+		return false
+	}
+	return validClick(gjson.Parse(`{"function":{"name":`+wire.Quote(b.Get("name").Str)+`,"arguments":`+wire.Quote(in.Raw)+`}}`), false)
+}
+
+func FuzzMessagesReply(f *testing.F) {
+	click := func(id, args string) fake.Call { return fake.Call{ID: id, Name: "click", Args: args} }
+	for _, r := range []fake.Reply{
+		{Calls: []fake.Call{click("t1", `{"selector":"#a"}`)}},
+		{Text: "ok", Calls: []fake.Call{click("t1", `"#a"`), click("t2", `{}`)}},
+		{Calls: []fake.Call{click("t1", `{"selector":"#a"`)}},
+		{Text: "just text"},
+	} {
+		f.Add([]byte(fake.Messages.JSON(r)))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if messagesFormat.open([]byte(`{"tools":[{"name":"f"}]}`), true).ReadReply(in) != nil {
+			return // inspect answers 502 before the ladder sees it
+		}
+		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
+			ex := messagesExchange(t, onFailure, false)
+			status, out, err := ex.run(in)
+			if ae, ok := err.(*apiError); ok && ae.Status == 502 {
+				continue // refused
+			}
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if !gjson.ValidBytes(out) {
+				t.Fatalf("output is not JSON: %s", out)
+			}
+			if status != 0 {
+				if gjson.GetBytes(out, "type").Str != "error" || gjson.GetBytes(out, "error.code").Str != "tool_call_invalid" {
+					t.Fatalf("status %d without the error shape: %s", status, out)
+				}
+				continue
+			}
+			if o := ex.x.Outcome; (o == "valid" || o == "none") && !bytes.Equal(out, in) {
+				t.Fatalf("outcome %s but the reply changed", o)
+			}
+			calls := 0
+			gjson.GetBytes(out, "content").ForEach(func(_, b gjson.Result) bool {
+				if b.Get("type").Str == "tool_use" {
+					calls++
+					if !messagesClickValid(b) {
+						t.Fatalf("invalid call reached the client: %s", b.Raw)
+					}
+				}
+				return true
+			})
+			if ex.x.Outcome != "none" && ex.x.Outcome != "valid" && (calls > 0) != (gjson.GetBytes(out, "stop_reason").Str == "tool_use") {
+				t.Fatalf("%d calls left, stop_reason %s", calls, gjson.GetBytes(out, "stop_reason").Raw)
+			}
+		}
+	})
+}
+
+func FuzzMessagesRequest(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"click","input":{}}]}],"tools":[{"name":"click","input_schema":{"type":"object"}}]}`))
+	f.Add([]byte(`{"model":"m","messages":[],"tools":[{"type":"web_search_20250305","name":"web_search"},{"name":"a"}]}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if err := messagesFormat.read(in); err != nil {
+			if _, ok := err.(*apiError); !ok {
+				t.Fatalf("read: %T %v", err, err)
+			}
+			return
+		}
+		if q := messagesFormat.open(in, true); q != nil && q.Tools().Len() == 0 {
+			t.Fatal("a request with no custom tools is opened")
+		}
+	})
+}

@@ -1,0 +1,23 @@
+// Package messages is the Anthropic Messages API wire format (POST
+// /v1/messages): tools declared with an input_schema, tool_use content
+// blocks in a reply, tool_result blocks in a re-ask's user turn, usage in
+// input_tokens, output_tokens and the cache counters, stop_reason.
+//
+// Guarantees:
+//   - A reply whose tool_use blocks need no change is returned as it came,
+//     byte for byte; otherwise only its content array, stop_reason, model
+//     and usage are rewritten.
+//   - Each tool_use block's input goes out as a JSON object that validates
+//     against its tool's input_schema, or not at all.
+//   - Re-asks are stateless: the request's messages, an assistant turn with
+//     the model's blocks (thinking and text as sent, each tool_use with an
+//     object input) and a user turn with a tool_result for every tool_use
+//     (is_error: true and the errors for an invalid one), then the
+//     instruction.
+//   - Server tools (web search, code execution...) and their blocks pass as
+//     they are; a reply that holds tool_use next to a block of a type
+//     toolguard does not know is refused, as is a request whose message
+//     holds one next to tool_use or tool_result blocks.
+//   - stop_reason stays consistent: tool_use while a call is left, end_turn
+//     when every call was dropped.
+package messages

@@ -1,0 +1,206 @@
+package messages
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
+)
+
+// Path is the Messages route below the API's base URL; a fallback re-ask
+// goes there too.
+const Path = "/messages"
+
+// The shapes of the bodies toolguard reads (see wire.Strict).
+var (
+	toolShape  = wire.Shape{"type": nil, "name": nil, "input_schema": nil, "description": nil}
+	blockShape = wire.Shape{
+		"type": nil, "id": nil, "name": nil, "input": nil, "text": nil, "tool_use_id": nil,
+		"content": nil, "is_error": nil, "thinking": nil, "signature": nil, "data": nil,
+	}
+	messageShape = wire.Shape{"role": nil, "content": blockShape}
+	requestShape = wire.Shape{
+		"model": nil, "stream": nil, "system": nil, "messages": messageShape, "tools": toolShape,
+		"tool_choice": wire.Shape{"type": nil, "name": nil, "disable_parallel_tool_use": nil},
+		"thinking":    wire.Shape{"type": nil},
+	}
+	usageShape = wire.Shape{
+		"input_tokens": nil, "output_tokens": nil, "cache_creation_input_tokens": nil, "cache_read_input_tokens": nil,
+	}
+	replyShape = wire.Shape{
+		"id": nil, "type": nil, "role": nil, "model": nil, "content": blockShape,
+		"stop_reason": nil, "stop_sequence": nil, "usage": usageShape,
+	}
+)
+
+// replyBlocks are the content block types a reply may hold, as the API
+// reference and the SDKs list them. A tool_use next to a block of another
+// type is refused: a client that does not know it may read the content
+// differently (an SDK that fails on it, or one that drops it and runs the
+// calls).
+var replyBlocks = map[string]bool{
+	"text": true, "thinking": true, "redacted_thinking": true, "tool_use": true,
+	"server_tool_use": true, "web_search_tool_result": true, "web_fetch_tool_result": true,
+	"code_execution_tool_result": true, "bash_code_execution_tool_result": true,
+	"text_editor_code_execution_tool_result": true, "tool_search_tool_result": true,
+	"mcp_tool_use": true, "mcp_tool_result": true, "container_upload": true,
+}
+
+// requestBlocks are the block types of a request's messages: those of a
+// reply (sent back in the history) and those a user turn holds.
+var requestBlocks = func() map[string]bool {
+	m := map[string]bool{"image": true, "document": true, "search_result": true, "tool_result": true}
+	for k := range replyBlocks {
+		m[k] = true
+	}
+	return m
+}()
+
+// Read checks that a Messages request's body reads the same to toolguard as
+// to the upstream: strict JSON, an object, custom tools declared
+// unambiguously, and no block of an unknown type in a message that holds
+// tool_use or tool_result blocks. The error is a *wire.Error for the
+// client.
+func Read(body []byte) error {
+	if err := wire.Strict(body, requestShape); err != nil {
+		return wire.RequestUnreadable(err)
+	}
+	if !gjson.ParseBytes(body).IsObject() {
+		return wire.RequestUnreadable(errors.New("the body is not a JSON object"))
+	}
+	if _, err := declared(body); err != nil {
+		return err
+	}
+	var err error
+	gjson.GetBytes(body, "messages").ForEach(func(i, m gjson.Result) bool {
+		if e := unknownBlock(m.Get("content"), requestBlocks, "tool_use", "tool_result"); e != "" {
+			err = &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "request_ambiguous",
+				Msg: fmt.Sprintf("messages[%d]: %s", i.Int(), e)}
+			return false
+		}
+		return true
+	})
+	return err
+}
+
+// unknownBlock says what is wrong with a content array that holds a block
+// of one of the types near next to a block whose type is not in known (or
+// not a string), or "".
+func unknownBlock(content gjson.Result, known map[string]bool, near ...string) string {
+	if !content.IsArray() {
+		return ""
+	}
+	calls, odd := false, ""
+	content.ForEach(func(j, b gjson.Result) bool {
+		t := b.Get("type")
+		for _, n := range near {
+			calls = calls || t.Str == n
+		}
+		if odd == "" && (t.Type != gjson.String || !known[t.Str]) {
+			odd = fmt.Sprintf("content[%d] is a block of type %s, which toolguard does not know, next to tool_use blocks: a client may read it differently", j.Int(), wire.Clip(t.Raw, 64))
+		}
+		return true
+	})
+	if calls {
+		return odd
+	}
+	return ""
+}
+
+// custom reports whether a tools entry is a custom tool (a function whose
+// calls are checked): no type, or "custom". Server tools carry their
+// versioned type and pass as they are.
+func custom(t gjson.Result) bool {
+	typ := t.Get("type")
+	return !typ.Exists() || typ.Type == gjson.Null || (typ.Type == gjson.String && typ.Str == "custom")
+}
+
+// declared reads the custom tools of a request, refusing declarations that
+// toolguard could read differently from the upstream or the client: tools
+// that is not an array of objects, a tool without a non-empty string
+// name, an input_schema that is not a schema, two tools of one name.
+func declared(body []byte) (*ladder.Tools, error) {
+	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
+	tools := gjson.GetBytes(body, "tools")
+	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
+		return nil, ambiguous("tools must be an array")
+	}
+	ts := &ladder.Tools{}
+	var err error
+	tools.ForEach(func(i, t gjson.Result) bool {
+		where := fmt.Sprintf("tools[%d]", i.Int())
+		if !t.IsObject() {
+			err = invalid(where + " is not an object")
+			return false
+		}
+		if !custom(t) {
+			if t.Get("type").Type != gjson.String {
+				err = invalid(where + "'s type is not a string")
+				return false
+			}
+			return true
+		}
+		name, s := t.Get("name"), t.Get("input_schema")
+		switch {
+		case name.Type != gjson.String || name.Str == "":
+			err = invalid(where + " has no name: a tool is named by a non-empty string")
+			return false
+		case s.Exists() && s.Type != gjson.Null && !s.IsObject():
+			err = invalid(where + "'s input_schema is not a JSON schema (an object)")
+			return false
+		}
+		var params []byte
+		if s.IsObject() {
+			params = []byte(s.Raw)
+		}
+		if !ts.Add(name.Str, params) {
+			err = ambiguous(fmt.Sprintf("%s repeats the name %q: calls would be checked against the first declaration, and a client may run the last", where, wire.Clip(name.Str, 64)))
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+// Request is an inspected Messages request.
+type Request struct {
+	Body  []byte
+	tools *ladder.Tools
+}
+
+// NewRequest reads the custom tools of a request (checked by Read); it
+// returns nil when there is nothing to inspect. Messages has no JSON
+// response format of its own (output is ignored): its JSON-output pattern
+// is a forced tool, whose calls are checked as any other.
+func NewRequest(body []byte, output bool) *Request {
+	ts, err := declared(body)
+	if err != nil || ts.Len() == 0 {
+		return nil
+	}
+	return &Request{Body: body, tools: ts}
+}
+
+// Uninspectable says why toolguard cannot inspect the reply to a request,
+// or "": a streamed reply is not inspected yet, and is refused rather than
+// passed on unchecked.
+func Uninspectable(body []byte) string {
+	if gjson.GetBytes(body, "stream").Bool() {
+		return "streamed Messages replies are not inspected yet; send the request without stream"
+	}
+	return ""
+}
+
+// Tools are the custom tools the request declares.
+func (q *Request) Tools() *ladder.Tools { return q.tools }
+
+// Model is the model the request names.
+func (q *Request) Model() string { return gjson.GetBytes(q.Body, "model").Str }
+
+// Stateful is "": a Messages request carries its whole conversation.
+func (q *Request) Stateful() string { return "" }

@@ -1,0 +1,256 @@
+package messages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
+	"github.com/toolguard/toolguard/repair"
+)
+
+// turn is what the format keeps of a reply whose content holds tool_use
+// blocks, around the ladder's Turn (whose Wire points back to it).
+type turn struct {
+	ladder.Turn
+	// first are the calls of the first reply, one per tool_use block, in
+	// order.
+	first []*ladder.Call
+	// The span of the content array in the first reply.
+	start, end int
+	// last is the content array of the model's last answer, which the
+	// next re-ask shows it.
+	last string
+	// The messages the re-asks have added so far, and those of the re-ask
+	// in flight.
+	history, pending []string
+}
+
+func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
+
+// ReadReply checks that a reply reads the same to toolguard as to a client.
+// The error is a *wire.Error for the client.
+func (q *Request) ReadReply(body []byte) error {
+	if err := wire.Strict(body, replyShape); err != nil {
+		return wire.MalformedReply(err)
+	}
+	return nil
+}
+
+// Usage returns the input and output tokens a reply reports: a message, or
+// a stream's event that carries one.
+func (q *Request) Usage(body []byte) (in, out int64, ok bool) {
+	u := gjson.GetBytes(body, "usage")
+	if !u.Exists() {
+		u = gjson.GetBytes(body, "message.usage")
+	}
+	if !u.IsObject() {
+		return 0, 0, false
+	}
+	in = u.Get("input_tokens").Int() + u.Get("cache_creation_input_tokens").Int() + u.Get("cache_read_input_tokens").Int()
+	return in, u.Get("output_tokens").Int(), true
+}
+
+// cutOff reports whether a reply stopped at the model's output limit.
+func cutOff(resp gjson.Result) bool { return resp.Get("stop_reason").Str == "max_tokens" }
+
+// Turns checks the tool_use blocks of a reply (read by ReadReply) and
+// records them in x: one turn for the whole content, or none. Text that
+// writes calls while tools are declared is read as calls.
+func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([]*ladder.Turn, error) {
+	resp := gjson.ParseBytes(body)
+	content := resp.Get("content")
+	sent, err := sentOf(content)
+	if err != nil {
+		return nil, err
+	}
+	if len(sent) == 0 {
+		return nil, nil
+	}
+	calls, err := x.CheckAll(ctx, sent, 0, cutOff(resp))
+	if err != nil {
+		return nil, err
+	}
+	if content.Index <= 0 || string(body[content.Index:content.Index+len(content.Raw)]) != content.Raw {
+		return nil, errors.New("the position of content in the body is unknown")
+	}
+	x.Calls = append(x.Calls, calls...)
+	t := &turn{first: calls, start: content.Index, end: content.Index + len(content.Raw), last: content.Raw}
+	t.Turn = ladder.Turn{Calls: calls, Last: calls, Wire: t}
+	return []*ladder.Turn{&t.Turn}, nil
+}
+
+// sentOf reads the tool_use blocks of a content array. A content that is
+// not an array of objects, a tool_use in a shape no client expects, or a
+// tool_use next to a block of an unknown type is an error, not "no call".
+func sentOf(content gjson.Result) ([]ladder.Sent, error) {
+	if content.Exists() && content.Type != gjson.Null && !content.IsArray() {
+		return nil, errors.New("content is not an array")
+	}
+	if e := unknownBlock(content, replyBlocks, "tool_use"); e != "" {
+		return nil, errors.New(e)
+	}
+	var sent []ladder.Sent
+	var err error
+	content.ForEach(func(i, b gjson.Result) bool {
+		if !b.IsObject() {
+			err = fmt.Errorf("content[%d] is not an object", i.Int())
+			return false
+		}
+		if b.Get("type").Str != "tool_use" {
+			return true
+		}
+		name, id := b.Get("name"), b.Get("id")
+		if name.Type != gjson.String || (id.Exists() && id.Type != gjson.String) {
+			err = fmt.Errorf("content[%d]: the name or id of a tool_use block is not a string", i.Int())
+			return false
+		}
+		sent = append(sent, sentBlock(b))
+		return true
+	})
+	return sent, err
+}
+
+// sentBlock is a tool_use block as the ladder reads a call. Its input is a
+// JSON value, not a string holding one: the ladder is handed its text as
+// the string it would be on the other formats, so that an object needs no
+// edit. An input sent as a string (some servers encode it) is the model's
+// arguments text, and writing it back as an object is an edit.
+func sentBlock(b gjson.Result) ladder.Sent {
+	s := ladder.Sent{ID: b.Get("id").Str, Name: b.Get("name").Str, Raw: b.Raw}
+	switch in := b.Get("input"); {
+	case !in.Exists() || in.Type == gjson.Null:
+	case in.Type == gjson.String:
+		s.Args = in.Raw
+		s.Edits = []repair.Edit{{Kind: repair.KindDoubleEncoded, Path: "", Before: wire.Clip(in.Raw, 200)}}
+	default:
+		s.Args = wire.Quote(in.Raw)
+	}
+	return s
+}
+
+// block returns the tool_use block to send to the client: as the model sent
+// it, or with its mended input and name.
+func block(c *ladder.Call) (string, error) {
+	if !c.Changed() && c.Raw != "" {
+		return c.Raw, nil
+	}
+	raw := c.Raw
+	if raw == "" {
+		raw = `{"type":"tool_use","id":` + wire.Quote(c.ID) + `,"name":` + wire.Quote(c.ToolName()) + `,"input":{}}`
+	}
+	out, err := sjson.SetRaw(raw, "input", string(c.Args))
+	if err != nil {
+		return "", fmt.Errorf("write the input of call %q: %w", c.ID, err)
+	}
+	if c.Tool != nil && c.Tool.Name != c.Name {
+		if out, err = sjson.Set(out, "name", c.Tool.Name); err != nil {
+			return "", fmt.Errorf("write the name of call %q: %w", c.ID, err)
+		}
+	}
+	return out, nil
+}
+
+// Write writes what the ladder made of the reply's calls back into its
+// content: mended calls as mended, invalid ones dropped, and the calls of
+// re-asks after the last tool_use block; stop_reason says tool_use while a
+// call is left and end_turn when none is. Every other block, and the rest
+// of the body, stays as the model first sent it, but for the model that
+// answered last and the usage summed over every attempt.
+func (q *Request) Write(first []byte, turns []*ladder.Turn, replies [][]byte) ([]byte, error) {
+	body := first
+	for _, tt := range turns {
+		out, left, dirty, err := rewrite(first, tt)
+		if err != nil {
+			return nil, err
+		}
+		if !dirty {
+			continue
+		}
+		t := turnOf(tt)
+		if body, err = wire.ApplySplices(first, []wire.Splice{{Start: t.start, End: t.end, With: out}}); err != nil {
+			return nil, err
+		}
+		stop := gjson.GetBytes(body, "stop_reason")
+		switch {
+		case left > 0 && stop.Str != "tool_use":
+			body, err = wire.Patch(body, "stop_reason", `"tool_use"`)
+		case left == 0 && stop.Str == "tool_use":
+			body, err = wire.Patch(body, "stop_reason", `"end_turn"`)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(replies) == 0 {
+		return body, nil
+	}
+	var err error
+	if m := gjson.GetBytes(replies[len(replies)-1], "model"); m.Type == gjson.String {
+		if body, err = wire.Patch(body, "model", m.Raw); err != nil {
+			return nil, err
+		}
+	}
+	return wire.SumUsage(body, "usage", replies)
+}
+
+// SumUsage is the first reply with the usage summed over every attempt, for
+// calls passed on as the model sent them.
+func (q *Request) SumUsage(first []byte, replies [][]byte) ([]byte, error) {
+	return wire.SumUsage(first, "usage", replies)
+}
+
+// rewrite returns the content array with the turn's calls written back, the
+// number of tool_use blocks it holds, and whether it differs from what the
+// model sent.
+func rewrite(first []byte, tt *ladder.Turn) ([]byte, int, bool, error) {
+	t := turnOf(tt)
+	keep, dirty := tt.Kept(t.first)
+	if !dirty {
+		return nil, 0, false, nil
+	}
+	var blocks []string
+	k, lastCall, left := 0, -1, 0
+	var err error
+	gjson.ParseBytes(first[t.start:t.end]).ForEach(func(_, b gjson.Result) bool {
+		if b.Get("type").Str != "tool_use" {
+			blocks = append(blocks, b.Raw)
+			return true
+		}
+		c := t.first[k]
+		k++
+		lastCall = len(blocks)
+		if keep[c] && c.Valid() {
+			var s string
+			if s, err = block(c); err != nil {
+				return false
+			}
+			blocks = append(blocks, s)
+			lastCall = len(blocks)
+			left++
+		}
+		return true
+	})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	var added []string
+	for _, c := range tt.Added() {
+		s, err := block(c)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		added = append(added, s)
+		left++
+	}
+	if lastCall < 0 {
+		lastCall = len(blocks)
+	}
+	blocks = slices.Insert(blocks, lastCall, added...)
+	return []byte("[" + strings.Join(blocks, ",") + "]"), left, true, nil
+}

@@ -1,0 +1,298 @@
+package proxy_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/internal/fake"
+	"github.com/toolguard/toolguard/policy"
+)
+
+// The click tool, declared as the Messages API declares tools, beside a
+// server tool that passes untouched.
+const messagesTools = `[{"name":"click","description":"Click an element",` +
+	`"input_schema":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}},` +
+	`{"type":"web_search_20250305","name":"web_search","max_uses":1}]`
+
+func messagesRequest(extra string) string {
+	return `{"model":"claude-test","max_tokens":256,"system":"You click things.",` +
+		`"messages":[{"role":"user","content":"Click the button."}],"tools":` + messagesTools + extra + `}`
+}
+
+// scriptMessages makes up answer a first request with first and each
+// re-ask with the next of corrected (the last repeats), streamed or not as
+// the request asks, and records the re-asks' bodies.
+func scriptMessages(up *fakeUpstream, first fake.Reply, corrected ...fake.Reply) *[][]byte {
+	return script(up, fake.Messages, "msg_reask%d", first, corrected...)
+}
+
+// messageCalls lists a message's tool_use blocks as "id name input".
+func messageCalls(msg gjson.Result) []string {
+	var out []string
+	msg.Get("content").ForEach(func(_, b gjson.Result) bool {
+		if b.Get("type").Str == "tool_use" {
+			out = append(out, b.Get("id").Str+" "+b.Get("name").Str+" "+b.Get("input").Raw)
+		}
+		return true
+	})
+	return out
+}
+
+func TestMessages(t *testing.T) {
+	valid := `{"selector":"#a"}`
+	tests := []struct {
+		name       string
+		first      fake.Reply
+		corrected  []fake.Reply
+		onFailure  policy.OnFailure
+		wantStatus int
+		wantCalls  []string
+		wantReasks int
+		outcome    string
+		wantText   string
+		wantStop   string
+	}{
+		{name: "valid", first: fake.Reply{Calls: []fake.Call{click("toolu_1", valid)}}, wantStatus: 200, wantCalls: []string{"toolu_1 click " + valid}, outcome: "valid", wantStop: "tool_use"},
+		{name: "input-as-string", first: fake.Reply{Calls: []fake.Call{click("toolu_1", fake.Quote(valid))}}, wantStatus: 200, wantCalls: []string{"toolu_1 click " + valid}, outcome: "repaired", wantStop: "tool_use"},
+		{name: "bare-string", first: fake.Reply{Calls: []fake.Call{click("toolu_1", `"#a"`)}}, wantStatus: 200, wantCalls: []string{"toolu_1 click " + valid}, outcome: "repaired", wantStop: "tool_use"},
+		{name: "other-case-key", first: fake.Reply{Calls: []fake.Call{click("toolu_1", `{"Selector":"#a"}`)}}, wantStatus: 200, wantCalls: []string{"toolu_1 click " + valid}, outcome: "repaired", wantStop: "tool_use"},
+		{name: "truncated", first: fake.Reply{Calls: []fake.Call{click("toolu_1", `{"selector":"#a"`)}}, wantStatus: 200, wantCalls: []string{"toolu_1 click " + valid}, outcome: "repaired", wantStop: "tool_use"},
+		{name: "tool-name-case", first: fake.Reply{Calls: []fake.Call{{ID: "toolu_1", Name: "Click", Args: valid}}}, wantStatus: 200, wantCalls: []string{"toolu_1 click " + valid}, outcome: "repaired", wantStop: "tool_use"},
+		{
+			name: "missing-field-reask", first: fake.Reply{Text: "On it.", Calls: []fake.Call{click("toolu_1", `{}`)}, In: 10, Out: 2},
+			corrected:  []fake.Reply{{Calls: []fake.Call{click("toolu_2", valid)}, In: 20, Out: 3}},
+			wantStatus: 200, wantCalls: []string{"toolu_2 click " + valid}, wantReasks: 1, outcome: "reasked", wantText: "On it.", wantStop: "tool_use",
+		},
+		{
+			name: "parallel-one-invalid", first: fake.Reply{Calls: []fake.Call{click("toolu_1", valid), click("toolu_2", `{}`)}},
+			corrected:  []fake.Reply{{Calls: []fake.Call{click("toolu_3", `{"selector":"#b"}`)}}},
+			wantStatus: 200, wantCalls: []string{"toolu_1 click " + valid, `toolu_3 click {"selector":"#b"}`}, wantReasks: 1, outcome: "reasked", wantStop: "tool_use",
+		},
+		{
+			name: "never-corrects", first: fake.Reply{Calls: []fake.Call{click("toolu_1", `{}`)}},
+			corrected:  []fake.Reply{{Calls: []fake.Call{click("toolu_2", `{}`)}}},
+			wantStatus: 400, wantReasks: 2, outcome: "failed",
+		},
+		{
+			name: "never-corrects-drop", first: fake.Reply{Text: "Clicking.", Calls: []fake.Call{click("toolu_1", `{}`)}},
+			corrected: []fake.Reply{{Calls: []fake.Call{click("toolu_2", `{}`)}}}, onFailure: policy.FailDrop,
+			wantStatus: 200, wantReasks: 2, outcome: "failed", wantText: "Clicking.", wantStop: "end_turn",
+		},
+		{name: "undeclared", first: fake.Reply{Calls: []fake.Call{{ID: "toolu_1", Name: "type", Args: `{}`}}}, corrected: []fake.Reply{{Text: "sorry"}},
+			wantStatus: 400, wantReasks: 2, outcome: "failed"},
+		{name: "text-only", first: fake.Reply{Text: "Hello."}, wantStatus: 200, outcome: "none", wantText: "Hello.", wantStop: "end_turn"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newUpstream(t)
+			reasks := scriptMessages(up, tt.first, tt.corrected...)
+			srv, _ := guard(t, up, func(c *policy.Config) {
+				c.MaxReasks = 2
+				if tt.onFailure != "" {
+					c.OnFailure = tt.onFailure
+				}
+			})
+			resp, body := post(t, srv, "/v1/messages", messagesRequest(""))
+			if len(*reasks) != tt.wantReasks {
+				t.Errorf("%d re-asks, want %d", len(*reasks), tt.wantReasks)
+			}
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, body)
+			}
+			if got := header(resp, "X-Toolguard-Outcome"); got != tt.outcome {
+				t.Errorf("outcome %q, want %q", got, tt.outcome)
+			}
+			if tt.wantStatus == 400 {
+				e := mustJSON(t, body)
+				if e.Get("type").Str != "error" || e.Get("error.type").Str != "invalid_request_error" ||
+					e.Get("error.code").Str != "tool_call_invalid" || !e.Get("error.details.0.errors").IsArray() ||
+					!strings.Contains(e.Get("error.message").Str, "could not be made valid") {
+					t.Errorf("failure body is not Anthropic's error shape: %s", body)
+				}
+				if header(resp, "X-Should-Retry") != "false" {
+					t.Errorf("x-should-retry %q", header(resp, "X-Should-Retry"))
+				}
+				return
+			}
+			final := mustJSON(t, body)
+			if diff := cmp.Diff(messageCalls(final), tt.wantCalls); diff != "" {
+				t.Errorf("calls in the message (-got +want):\n%s", diff)
+			}
+			if got := final.Get("stop_reason").Str; got != tt.wantStop {
+				t.Errorf("stop_reason %q, want %q", got, tt.wantStop)
+			}
+			if tt.wantText != "" && final.Get(`content.#(type=="text").text`).Str != tt.wantText {
+				t.Errorf("text lost: %s", final.Raw)
+			}
+			if tt.wantReasks > 0 {
+				if got := final.Get("usage.input_tokens").Int(); got != 30 && tt.first.In != 0 {
+					t.Errorf("usage.input_tokens %d, want the sum 30", got)
+				}
+				if id := final.Get("id").Str; id != "msg_fake" {
+					t.Errorf("message id %q, want the first attempt's", id)
+				}
+			}
+		})
+	}
+}
+
+// TestMessagesValidIsByteIdentical: a reply that needs no change reaches
+// the client as the upstream sent it, with its thinking block and
+// signature.
+func TestMessagesValidIsByteIdentical(t *testing.T) {
+	want := `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[` +
+		`{"type":"thinking","thinking":"The user wants a click.","signature":"EqQBCkYIARgCIkA="},` +
+		`{"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"},` +
+		`{"type":"text","text":"Clicking."},{"type":"tool_use","id":"toolu_1","name":"click","input":{ "selector" : "#a" }}],` +
+		`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":7,"cache_read_input_tokens":2}}`
+	up := newUpstream(t, reply{Body: want})
+	srv, _ := guard(t, up, nil)
+	resp, body := post(t, srv, "/v1/messages", messagesRequest(""))
+	if string(body) != want || header(resp, "X-Toolguard-Outcome") != "valid" {
+		t.Errorf("the body changed (outcome %q):\n got %s\nwant %s", header(resp, "X-Toolguard-Outcome"), body, want)
+	}
+}
+
+// TestMessagesReaskIsStateless checks the re-ask's body: the request's
+// messages, the model's turn with its tool_use, a user turn with a
+// tool_result (is_error, the errors) and the instruction; system and tools
+// kept; not streamed.
+func TestMessagesReaskIsStateless(t *testing.T) {
+	up := newUpstream(t)
+	reasks := scriptMessages(up, fake.Reply{Text: "Sure.", Calls: []fake.Call{click("toolu_1", `{}`), click("toolu_2", `{"selector":"#b"}`)}, In: 1, Out: 1},
+		fake.Reply{Calls: []fake.Call{click("toolu_3", `{"selector":"#a"}`)}, In: 2, Out: 2})
+	srv, _ := guard(t, up, nil)
+	resp, body := post(t, srv, "/v1/messages", messagesRequest(""))
+	if resp.StatusCode != 200 || len(*reasks) != 1 {
+		t.Fatalf("status %d, %d re-asks: %s", resp.StatusCode, len(*reasks), body)
+	}
+	re := gjson.ParseBytes((*reasks)[0])
+	if re.Get("stream").Exists() || re.Get("system").Str != "You click things." || re.Get("tools").Raw != messagesTools {
+		t.Errorf("re-ask: stream %v system %v tools %v", re.Get("stream"), re.Get("system"), re.Get("tools"))
+	}
+	msgs := re.Get("messages").Array()
+	if len(msgs) != 3 {
+		t.Fatalf("re-ask has %d messages, want 3: %s", len(msgs), re.Get("messages").Raw)
+	}
+	a := msgs[1]
+	if a.Get("role").Str != "assistant" || a.Get("content.0.text").Str != "Sure." ||
+		a.Get("content.1.id").Str != "toolu_1" || a.Get("content.1.input").Raw != "{}" || a.Get("content.2.id").Str != "toolu_2" {
+		t.Errorf("the model's turn is replayed as %s", a.Raw)
+	}
+	u := msgs[2].Get("content").Array()
+	if msgs[2].Get("role").Str != "user" || len(u) != 3 {
+		t.Fatalf("the user turn is %s", msgs[2].Raw)
+	}
+	if u[0].Get("type").Str != "tool_result" || u[0].Get("tool_use_id").Str != "toolu_1" || !u[0].Get("is_error").Bool() ||
+		!strings.Contains(u[0].Get("content").Str, "/selector: missing required property") {
+		t.Errorf("the feedback is %s", u[0].Raw)
+	}
+	if u[1].Get("tool_use_id").Str != "toolu_2" || u[1].Get("is_error").Exists() || !strings.Contains(u[1].Get("content").Str, "valid") {
+		t.Errorf("the valid call's result is %s", u[1].Raw)
+	}
+	if u[2].Get("type").Str != "text" || !strings.Contains(u[2].Get("text").Str, "Send corrected tool calls") {
+		t.Errorf("the instruction is %s", u[2].Raw)
+	}
+	final := mustJSON(t, body)
+	if got := final.Get("usage.input_tokens").Int() + final.Get("usage.output_tokens").Int(); got != 6 {
+		t.Errorf("usage %s, want the sums", final.Get("usage").Raw)
+	}
+}
+
+// TestMessagesAuth: a client key is accepted as x-api-key, as Anthropic's
+// clients send it, and never reaches the upstream; the upstream's key goes
+// as x-api-key; anthropic-version passes as sent; errors are in Anthropic's
+// shape.
+func TestMessagesAuth(t *testing.T) {
+	up := newUpstream(t, reply{Body: fake.Messages.JSON(fake.Reply{Text: "hi"})})
+	srv, _ := guard(t, up, func(c *policy.Config) {
+		c.APIKeys = []string{"tg-client-key"}
+		c.UpstreamAPIKey = "sk-ant-upstream"
+	})
+	hdr := http.Header{"X-Api-Key": {"tg-client-key"}, "Anthropic-Version": {"2023-06-01"}, "Content-Type": {"application/json"}}
+	resp, body := do(t, t.Context(), srv, http.MethodPost, "/v1/messages", messagesRequest(""), hdr)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	got := up.requests()[0].Header
+	if got.Get("X-Api-Key") != "sk-ant-upstream" || got.Get("Authorization") != "" || got.Get("Anthropic-Version") != "2023-06-01" {
+		t.Errorf("upstream headers: x-api-key %q authorization %q anthropic-version %q", got.Get("X-Api-Key"), got.Get("Authorization"), got.Get("Anthropic-Version"))
+	}
+	hdr.Set("X-Api-Key", "wrong")
+	resp, body = do(t, t.Context(), srv, http.MethodPost, "/v1/messages", messagesRequest(""), hdr)
+	if e := mustJSON(t, body); resp.StatusCode != 401 || e.Get("type").Str != "error" || e.Get("error.type").Str != "authentication_error" {
+		t.Errorf("unknown key: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestMessagesRefusals: what toolguard cannot read as the upstream would
+// is refused, in Anthropic's error shape, before it goes upstream.
+func TestMessagesRefusals(t *testing.T) {
+	up := newUpstream(t, reply{Body: fake.Messages.JSON(fake.Reply{Text: "x"})})
+	srv, _ := guard(t, up, nil)
+	const click = `{"name":"click","input_schema":{"type":"object"}}`
+	msgs := `"messages":[{"role":"user","content":"hi"}]`
+	for _, tc := range []struct{ body, code string }{
+		{`{"model":"m",` + msgs + `,"tools":[` + click + `,` + click + `]}`, "tools_ambiguous"},
+		{`{"model":"m",` + msgs + `,"tools":[{"input_schema":{}}]}`, "tools_invalid"},
+		{`{"model":"m",` + msgs + `,"tools":[{"name":"click","input_schema":"x"}]}`, "tools_invalid"},
+		{`{"model":"m",` + msgs + `,"tools":{"name":"click"}}`, "tools_ambiguous"},
+		{`{"model":"m",` + msgs + `,"Tools":[]}`, "request_ambiguous"},
+		{`{"model":"m",` + msgs + `,"tools":[],"tools":[` + click + `]}`, "request_ambiguous"},
+		{`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"click","input":{},"input":{"a":1}}]}],"tools":[` + click + `]}`, "request_ambiguous"},
+		{`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"click","input":{}},{"type":"tool_call","name":"click"}]}],"tools":[` + click + `]}`, "request_ambiguous"},
+		{messagesRequest(`,"stream":true`), "request_not_inspectable"},
+	} {
+		resp, body := post(t, srv, "/v1/messages", tc.body)
+		e := mustJSON(t, body)
+		if resp.StatusCode != 400 || e.Get("type").Str != "error" || e.Get("error.type").Str != "invalid_request_error" || e.Get("error.code").Str != tc.code {
+			t.Errorf("%s: %d %s, want 400 %s", tc.body, resp.StatusCode, body, tc.code)
+		}
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("%d refused requests reached the upstream", n)
+	}
+}
+
+// TestMessagesReplyRefusals: a reply toolguard cannot read as a client
+// would is never passed on: 502 in Anthropic's shape.
+func TestMessagesReplyRefusals(t *testing.T) {
+	for _, give := range []string{
+		`{"type":"message","content":[{"type":"tool_use","id":"t","name":"click","input":{},"input":{"selector":"#a"}}],"stop_reason":"tool_use"}`,
+		`{"type":"message","content":[{"type":"tool_use","id":"t","name":"click","input":{"selector":"#a"}},{"type":"tool_call","id":"u"}],"stop_reason":"tool_use"}`,
+		`{"type":"message","content":{"type":"tool_use","id":"t","name":"click","input":{}},"stop_reason":"tool_use"}`,
+		`{"type":"message","Content":[],"content":[{"type":"tool_use","id":"t","name":"click","input":{}}]}`,
+		`{"type":"message","content":[{"type":"tool_use","id":"t","name":7,"input":{}}]}`,
+	} {
+		up := newUpstream(t, reply{Body: give})
+		srv, _ := guard(t, up, nil)
+		resp, body := post(t, srv, "/v1/messages", messagesRequest(""))
+		if e := mustJSON(t, body); resp.StatusCode != 502 || e.Get("type").Str != "error" || e.Get("error.type").Str != "api_error" {
+			t.Errorf("%s: %d %s, want 502 api_error", give, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestMessagesPassThrough: error replies, requests without custom tools
+// and the other Messages routes pass unchanged.
+func TestMessagesPassThrough(t *testing.T) {
+	errBody := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
+	up := newUpstream(t, reply{Status: 529, Body: errBody})
+	srv, _ := guard(t, up, nil)
+	resp, body := post(t, srv, "/v1/messages", messagesRequest(""))
+	if resp.StatusCode != 529 || string(body) != errBody {
+		t.Errorf("error reply: %d %s", resp.StatusCode, body)
+	}
+	invalid := fake.Messages.JSON(fake.Reply{Calls: []fake.Call{click("toolu_1", `{}`)}})
+	up = newUpstream(t, reply{Body: invalid})
+	srv, _ = guard(t, up, nil)
+	for _, path := range []string{"/v1/messages", "/v1/messages/count_tokens"} {
+		resp, body = post(t, srv, path, `{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`)
+		if resp.StatusCode != 200 || header(resp, "X-Toolguard-Outcome") != "" || string(body) != invalid {
+			t.Errorf("%s without custom tools: status %d outcome %q", path, resp.StatusCode, header(resp, "X-Toolguard-Outcome"))
+		}
+	}
+}
