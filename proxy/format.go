@@ -113,6 +113,5 @@ var messagesFormat = format{
 		}
 		return nil
 	},
-	uninspectable: messages.Uninspectable,
-	errorBody:     messages.ErrorBody,
+	errorBody: messages.ErrorBody,
 }

@@ -3,7 +3,10 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -103,4 +106,86 @@ func FuzzMessagesRequest(f *testing.F) {
 			t.Fatal("a request with no custom tools is opened")
 		}
 	})
+}
+
+func FuzzMessagesStream(f *testing.F) {
+	click := func(id, args string) fake.Call { return fake.Call{ID: id, Name: "click", Args: args} }
+	for _, r := range []fake.Reply{
+		{Calls: []fake.Call{click("t1", `{"selector":"#a"}`)}},
+		{Text: "ok", Calls: []fake.Call{click("t1", `{"Selector":"#a"}`), click("t2", `{}`)}},
+		{Text: "just text"},
+		{Calls: []fake.Call{{ID: "t1", Name: "type", Args: `{}`}}},
+	} {
+		s := strings.Join(fake.Messages.Events(r, 5), "")
+		f.Add([]byte(s), uint8(13))
+		f.Add([]byte(strings.ReplaceAll(s, "\n", "\r\n")), uint8(7))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
+		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
+			ex := messagesExchange(t, onFailure, true)
+			resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(&chunkedReader{in, int(step) + 1})}
+			ex.stream(resp)
+			out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			checkMessagesStream(t, out)
+		}
+	})
+}
+
+// checkMessagesStream reads a stream as the SDKs do and checks what
+// toolguard promises of it, unless it ends in an error event: blocks
+// numbered in order, and every tool_use block the client assembles names
+// click with a valid input.
+func checkMessagesStream(t *testing.T, out []byte) {
+	var sp wire.Splitter
+	sp.Feed(out)
+	sp.End()
+	var blocks []gjson.Result
+	var inputs []string
+	var failed bool
+	for {
+		ev, ok := sp.Next()
+		if !ok {
+			break
+		}
+		data, ok := wire.EventData(ev)
+		if !ok {
+			continue
+		}
+		e := gjson.ParseBytes(data)
+		i := int(e.Get("index").Int())
+		switch e.Get("type").Str {
+		case "error":
+			failed = true
+		case "content_block_start":
+			if i != len(blocks) {
+				t.Fatalf("block %d starts where %d is due:\n%s", i, len(blocks), out)
+			}
+			blocks = append(blocks, e.Get("content_block"))
+			inputs = append(inputs, "")
+		case "content_block_delta":
+			if i < 0 || i >= len(blocks) {
+				t.Fatalf("a delta for block %d of %d:\n%s", i, len(blocks), out)
+			}
+			inputs[i] += e.Get("delta.partial_json").Str
+		}
+	}
+	if failed {
+		return
+	}
+	for i, b := range blocks {
+		if b.Get("type").Str != "tool_use" {
+			continue
+		}
+		in := b.Get("input").Raw
+		if inputs[i] != "" {
+			in = inputs[i]
+		}
+		obj := gjson.Parse(`{"type":"tool_use","name":` + wire.Quote(b.Get("name").Str) + `,"input":` + in + `}`)
+		if !gjson.Valid(in) || !messagesClickValid(obj) {
+			t.Fatalf("invalid call reached the client: %s %s\n%s", b.Raw, in, out)
+		}
+	}
 }

@@ -1,12 +1,15 @@
 package proxy_test
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/internal/fake"
 	"github.com/toolguard/toolguard/policy"
 )
@@ -86,57 +89,169 @@ func TestMessages(t *testing.T) {
 		{name: "text-only", first: fake.Reply{Text: "Hello."}, wantStatus: 200, outcome: "none", wantText: "Hello.", wantStop: "end_turn"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			up := newUpstream(t)
-			reasks := scriptMessages(up, tt.first, tt.corrected...)
-			srv, _ := guard(t, up, func(c *policy.Config) {
-				c.MaxReasks = 2
-				if tt.onFailure != "" {
-					c.OnFailure = tt.onFailure
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tt.name, stream), func(t *testing.T) {
+				up := newUpstream(t)
+				reasks := scriptMessages(up, tt.first, tt.corrected...)
+				srv, _ := guard(t, up, func(c *policy.Config) {
+					c.MaxReasks = 2
+					if tt.onFailure != "" {
+						c.OnFailure = tt.onFailure
+					}
+				})
+				extra := ""
+				if stream {
+					extra = `,"stream":true`
+				}
+				resp, body := post(t, srv, "/v1/messages", messagesRequest(extra))
+				if len(*reasks) != tt.wantReasks {
+					t.Errorf("%d re-asks, want %d", len(*reasks), tt.wantReasks)
+				}
+				var final gjson.Result
+				if stream {
+					s := readMessagesStream(t, body)
+					if tt.wantStatus == 400 {
+						if s.err.Get("type").Str != "error" || s.err.Get("error.type").Str != "invalid_request_error" || s.err.Get("error.code").Str != "tool_call_invalid" {
+							t.Fatalf("stream ends with error %s, want tool_call_invalid:\n%s", s.err.Raw, body)
+						}
+						return
+					}
+					if s.err.Exists() {
+						t.Fatalf("stream ends with error %s", s.err.Raw)
+					}
+					if tt.outcome != "none" && !strings.Contains(s.comment, "outcome="+tt.outcome) {
+						t.Errorf("comment %q, want outcome %s", s.comment, tt.outcome)
+					}
+					final = s.message
+				} else {
+					if resp.StatusCode != tt.wantStatus {
+						t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, body)
+					}
+					if got := header(resp, "X-Toolguard-Outcome"); got != tt.outcome {
+						t.Errorf("outcome %q, want %q", got, tt.outcome)
+					}
+					if tt.wantStatus == 400 {
+						e := mustJSON(t, body)
+						if e.Get("type").Str != "error" || e.Get("error.type").Str != "invalid_request_error" ||
+							e.Get("error.code").Str != "tool_call_invalid" || !e.Get("error.details.0.errors").IsArray() ||
+							!strings.Contains(e.Get("error.message").Str, "could not be made valid") {
+							t.Errorf("failure body is not Anthropic's error shape: %s", body)
+						}
+						if header(resp, "X-Should-Retry") != "false" {
+							t.Errorf("x-should-retry %q", header(resp, "X-Should-Retry"))
+						}
+						return
+					}
+					final = mustJSON(t, body)
+				}
+				if diff := cmp.Diff(messageCalls(final), tt.wantCalls); diff != "" {
+					t.Errorf("calls in the message (-got +want):\n%s", diff)
+				}
+				if got := final.Get("stop_reason").Str; got != tt.wantStop {
+					t.Errorf("stop_reason %q, want %q", got, tt.wantStop)
+				}
+				if tt.wantText != "" && final.Get(`content.#(type=="text").text`).Str != tt.wantText {
+					t.Errorf("text lost: %s", final.Raw)
+				}
+				if tt.wantReasks > 0 && tt.first.In != 0 {
+					if got := final.Get("usage.input_tokens").Int(); got != 30 {
+						t.Errorf("usage.input_tokens %d, want the sum 30: %s", got, final.Get("usage").Raw)
+					}
+					if got := final.Get("usage.output_tokens").Int(); got != 5 {
+						t.Errorf("usage.output_tokens %d, want the sum 5: %s", got, final.Get("usage").Raw)
+					}
+					if id := final.Get("id").Str; id != "msg_fake" {
+						t.Errorf("message id %q, want the first attempt's", id)
+					}
 				}
 			})
-			resp, body := post(t, srv, "/v1/messages", messagesRequest(""))
-			if len(*reasks) != tt.wantReasks {
-				t.Errorf("%d re-asks, want %d", len(*reasks), tt.wantReasks)
-			}
-			if resp.StatusCode != tt.wantStatus {
-				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, body)
-			}
-			if got := header(resp, "X-Toolguard-Outcome"); got != tt.outcome {
-				t.Errorf("outcome %q, want %q", got, tt.outcome)
-			}
-			if tt.wantStatus == 400 {
-				e := mustJSON(t, body)
-				if e.Get("type").Str != "error" || e.Get("error.type").Str != "invalid_request_error" ||
-					e.Get("error.code").Str != "tool_call_invalid" || !e.Get("error.details.0.errors").IsArray() ||
-					!strings.Contains(e.Get("error.message").Str, "could not be made valid") {
-					t.Errorf("failure body is not Anthropic's error shape: %s", body)
-				}
-				if header(resp, "X-Should-Retry") != "false" {
-					t.Errorf("x-should-retry %q", header(resp, "X-Should-Retry"))
-				}
-				return
-			}
-			final := mustJSON(t, body)
-			if diff := cmp.Diff(messageCalls(final), tt.wantCalls); diff != "" {
-				t.Errorf("calls in the message (-got +want):\n%s", diff)
-			}
-			if got := final.Get("stop_reason").Str; got != tt.wantStop {
-				t.Errorf("stop_reason %q, want %q", got, tt.wantStop)
-			}
-			if tt.wantText != "" && final.Get(`content.#(type=="text").text`).Str != tt.wantText {
-				t.Errorf("text lost: %s", final.Raw)
-			}
-			if tt.wantReasks > 0 {
-				if got := final.Get("usage.input_tokens").Int(); got != 30 && tt.first.In != 0 {
-					t.Errorf("usage.input_tokens %d, want the sum 30", got)
-				}
-				if id := final.Get("id").Str; id != "msg_fake" {
-					t.Errorf("message id %q, want the first attempt's", id)
-				}
-			}
-		})
+		}
 	}
+}
+
+// messagesStream is a streamed message as Anthropic's SDKs assemble it
+// (MessageStream's accumulation): the message of message_start, each block
+// appended at its content_block_start and its deltas applied by index, a
+// tool_use's input parsed from its JSON deltas, the message_delta's stop
+// reason and usage over the snapshot's.
+type messagesStream struct {
+	message gjson.Result
+	err     gjson.Result // the error event's data, if any
+	comment string
+}
+
+func readMessagesStream(t *testing.T, body []byte) messagesStream {
+	t.Helper()
+	var out messagesStream
+	msg := ""
+	var blocks []string
+	var inputs []strings.Builder
+	for _, ev := range strings.Split(strings.ReplaceAll(string(body), "\r\n", "\n"), "\n\n") {
+		if ev == "" {
+			continue
+		}
+		var name, data string
+		for _, line := range strings.Split(ev, "\n") {
+			switch {
+			case strings.HasPrefix(line, ": toolguard"):
+				out.comment = line
+			case strings.HasPrefix(line, "event: "):
+				name = line[len("event: "):]
+			case strings.HasPrefix(line, "data: "):
+				data += line[len("data: "):]
+			}
+		}
+		if data == "" {
+			continue
+		}
+		d := gjson.Parse(data)
+		if !d.IsObject() || d.Get("type").Str != name {
+			t.Fatalf("event %q with data %s", name, data)
+		}
+		i := int(d.Get("index").Int())
+		switch name {
+		case "message_start":
+			msg = d.Get("message").Raw
+		case "content_block_start":
+			if i != len(blocks) {
+				t.Fatalf("block %d starts where %d is due:\n%s", i, len(blocks), body)
+			}
+			blocks = append(blocks, d.Get("content_block").Raw)
+			inputs = append(inputs, strings.Builder{})
+		case "content_block_delta":
+			if i >= len(blocks) {
+				t.Fatalf("delta for block %d of %d:\n%s", i, len(blocks), body)
+			}
+			switch dl := d.Get("delta"); dl.Get("type").Str {
+			case "text_delta":
+				blocks[i], _ = sjson.Set(blocks[i], "text", gjson.Get(blocks[i], "text").Str+dl.Get("text").Str)
+			case "thinking_delta":
+				blocks[i], _ = sjson.Set(blocks[i], "thinking", gjson.Get(blocks[i], "thinking").Str+dl.Get("thinking").Str)
+			case "signature_delta":
+				blocks[i], _ = sjson.Set(blocks[i], "signature", dl.Get("signature").Str)
+			case "input_json_delta":
+				inputs[i].WriteString(dl.Get("partial_json").Str)
+			}
+		case "content_block_stop":
+			if in := inputs[i].String(); in != "" {
+				if !gjson.Valid(in) {
+					t.Fatalf("block %d's input is not JSON: %s", i, in)
+				}
+				blocks[i], _ = sjson.SetRaw(blocks[i], "input", in)
+			}
+		case "message_delta":
+			msg, _ = sjson.Set(msg, "stop_reason", d.Get("delta.stop_reason").Value())
+			d.Get("usage").ForEach(func(k, v gjson.Result) bool {
+				msg, _ = sjson.SetRaw(msg, "usage."+k.Str, v.Raw)
+				return true
+			})
+		case "error":
+			out.err = d
+		}
+	}
+	msg, _ = sjson.SetRaw(msg, "content", "["+strings.Join(blocks, ",")+"]")
+	out.message = gjson.Parse(msg)
+	return out
 }
 
 // TestMessagesValidIsByteIdentical: a reply that needs no change reaches
@@ -244,7 +359,6 @@ func TestMessagesRefusals(t *testing.T) {
 		{`{"model":"m",` + msgs + `,"tools":[],"tools":[` + click + `]}`, "request_ambiguous"},
 		{`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"click","input":{},"input":{"a":1}}]}],"tools":[` + click + `]}`, "request_ambiguous"},
 		{`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"click","input":{}},{"type":"tool_call","name":"click"}]}],"tools":[` + click + `]}`, "request_ambiguous"},
-		{messagesRequest(`,"stream":true`), "request_not_inspectable"},
 	} {
 		resp, body := post(t, srv, "/v1/messages", tc.body)
 		e := mustJSON(t, body)
@@ -294,5 +408,103 @@ func TestMessagesPassThrough(t *testing.T) {
 		if resp.StatusCode != 200 || header(resp, "X-Toolguard-Outcome") != "" || string(body) != invalid {
 			t.Errorf("%s without custom tools: status %d outcome %q", path, resp.StatusCode, header(resp, "X-Toolguard-Outcome"))
 		}
+	}
+}
+
+// thinkingStream is a stream of a model that thinks, signs its thinking,
+// redacts some, then calls click: events is the call's deltas.
+func thinkingStream(args ...string) string {
+	ev := func(typ, rest string) string {
+		return "event: " + typ + "\ndata: {\"type\":\"" + typ + "\"" + rest + "}\n\n"
+	}
+	s := ev("message_start", `,"message":{"id":"msg_t","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":7,"cache_read_input_tokens":3,"output_tokens":1}}`) +
+		ev("content_block_start", `,"index":0,"content_block":{"type":"thinking","thinking":"","signature":""}`) +
+		ev("content_block_delta", `,"index":0,"delta":{"type":"thinking_delta","thinking":"The user wants a click."}`) +
+		ev("content_block_delta", `,"index":0,"delta":{"type":"signature_delta","signature":"EqQBCkYIARgCIkA="}`) +
+		ev("content_block_stop", `,"index":0`) +
+		ev("content_block_start", `,"index":1,"content_block":{"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix"}`) +
+		ev("content_block_stop", `,"index":1`) +
+		ev("ping", "") +
+		ev("content_block_start", `,"index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"click","input":{}}`)
+	for _, a := range args {
+		s += ev("content_block_delta", `,"index":2,"delta":{"type":"input_json_delta","partial_json":`+fake.Quote(a)+`}`)
+	}
+	return s + ev("content_block_stop", `,"index":2`) +
+		ev("content_block_start", `,"index":3,"content_block":{"type":"text","text":""}`) +
+		ev("content_block_delta", `,"index":3,"delta":{"type":"text_delta","text":"Done — ünïcode."}`) +
+		ev("content_block_stop", `,"index":3`) +
+		ev("message_delta", `,"delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":9}`) +
+		ev("message_stop", "")
+}
+
+// TestMessagesStreamValidIsByteIdentical: a stream that needs no change
+// reaches the client as the upstream sent it, thinking, signature and
+// redacted thinking included, with the outcome comment added before its
+// message_delta.
+func TestMessagesStreamValidIsByteIdentical(t *testing.T) {
+	want := thinkingStream(`{"selec`, `tor":"#a"}`)
+	up := newUpstream(t, reply{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: want})
+	srv, _ := guard(t, up, nil)
+	_, body := post(t, srv, "/v1/messages", messagesRequest(`,"stream":true`))
+	got := strings.Replace(string(body), ": toolguard outcome=valid reasks=0\n\n", "", 1)
+	if got == string(body) {
+		t.Errorf("no outcome comment in the stream")
+	}
+	if got != want {
+		t.Errorf("the stream changed:\n got %s\nwant %s", body, want)
+	}
+}
+
+// TestMessagesStreamSplitAtEveryByte: however the network cuts the
+// upstream's stream, the client gets the same consistent stream, with the
+// mended call renumbered after the text that passed it.
+func TestMessagesStreamSplitAtEveryByte(t *testing.T) {
+	stream := thinkingStream(`{"Selec`, `tor":"#a"}`)
+	up, split := splitUpstream(t, stream)
+	srv, _ := guard(t, up, nil)
+	var first []byte
+	for at := 0; at <= len(stream); at++ {
+		split.Store(int64(at))
+		_, body := post(t, srv, "/v1/messages", messagesRequest(`,"stream":true`))
+		s := readMessagesStream(t, body)
+		if diff := cmp.Diff(messageCalls(s.message), []string{`toolu_1 click {"selector":"#a"}`}); diff != "" {
+			t.Fatalf("split at %d (-got +want):\n%s\n%s", at, diff, body)
+		}
+		if first == nil {
+			first = body
+			m := s.message
+			if m.Get("content.0.signature").Str != "EqQBCkYIARgCIkA=" || m.Get("content.1.data").Str != "EmwKAhgBEgy3va3pzix" ||
+				m.Get("content.2.text").Str != "Done — ünïcode." || m.Get("content.3.type").Str != "tool_use" ||
+				m.Get("stop_reason").Str != "tool_use" || !strings.Contains(s.comment, "outcome=repaired") {
+				t.Fatalf("the message the client assembles: %s\n%s", m.Raw, body)
+			}
+		} else if !bytes.Equal(body, first) {
+			t.Fatalf("split at %d: the stream differs from the one at 0", at)
+		}
+	}
+}
+
+// TestMessagesStreamRefusals: a stream toolguard cannot read as every
+// client would ends in Anthropic's error event, never passes a call
+// unchecked.
+func TestMessagesStreamRefusals(t *testing.T) {
+	valid := thinkingStream(`{"selector":"#a"}`)
+	for name, give := range map[string]string{
+		"truncated":       valid[:strings.Index(valid, "event: message_delta")],
+		"name-not-type":   strings.Replace(valid, "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}", "event: ping\ndata: {\"type\":\"content_block_stop\",\"index\":2}", 1),
+		"unknown-block":   strings.Replace(valid, `"type":"redacted_thinking"`, `"type":"tool_call"`, 1),
+		"duplicate-key":   strings.Replace(valid, `"name":"click","input":{}`, `"name":"click","name":"type","input":{}`, 1),
+		"index-skipped":   strings.Replace(valid, `"index":3,"content_block"`, `"index":5,"content_block"`, 1),
+		"delta-after-end": strings.Replace(valid, "event: message_stop", "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"x\"}}\n\nevent: message_stop", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			up := newUpstream(t, reply{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: give})
+			srv, _ := guard(t, up, nil)
+			_, body := post(t, srv, "/v1/messages", messagesRequest(`,"stream":true`))
+			s := readMessagesStream(t, body)
+			if s.err.Get("type").Str != "error" || s.err.Get("error.type").Str != "api_error" {
+				t.Errorf("no error event at the end:\n%s", body)
+			}
+		})
 	}
 }

@@ -303,15 +303,7 @@ func TestResponsesRefusals(t *testing.T) {
 func TestResponsesStreamSplitAtEveryByte(t *testing.T) {
 	r := fake.Reply{Text: "Let me click — ünïcode.", Calls: []fake.Call{click("call_a", `{"Selector":"#a"}`), click("call_b", `{"selector":"#b"}`)}, In: 3, Out: 4}
 	stream := strings.Join(fake.Responses.Events(r, 6), "")
-	var split atomic.Int64
-	up := newUpstream(t)
-	up.handle = func(w http.ResponseWriter, r *http.Request, n int) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		at := int(split.Load())
-		io.WriteString(w, stream[:at])
-		w.(http.Flusher).Flush()
-		io.WriteString(w, stream[at:])
-	}
+	up, split := splitUpstream(t, stream)
 	srv, _ := guard(t, up, nil)
 	var first []byte
 	for at := 0; at <= len(stream); at++ {

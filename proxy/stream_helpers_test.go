@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -159,4 +161,19 @@ func bytesAllocated(f func()) uint64 {
 
 func streamRequest(extra string) string {
 	return clickRequest(`,"stream":true` + extra)
+}
+
+// splitUpstream answers every request with stream, written in two network
+// writes cut at the byte the returned counter holds.
+func splitUpstream(t *testing.T, stream string) (*fakeUpstream, *atomic.Int64) {
+	var split atomic.Int64
+	up := newUpstream(t)
+	up.handle = func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		at := int(split.Load())
+		io.WriteString(w, stream[:at])
+		w.(http.Flusher).Flush()
+		io.WriteString(w, stream[at:])
+	}
+	return up, &split
 }

@@ -18,6 +18,11 @@
 //     they are; a reply that holds tool_use next to a block of a type
 //     toolguard does not know is refused, as is a request whose message
 //     holds one next to tool_use or tool_result blocks.
+//   - In a stream, events pass as they come but for tool_use blocks, each
+//     held from its content_block_start to its content_block_stop and
+//     checked; blocks are numbered in the order they go out, and the
+//     message_delta's stop_reason and usage agree with what was sent.
+//     Text, thinking, signatures and redacted thinking pass at once.
 //   - stop_reason stays consistent: tool_use while a call is left, end_turn
 //     when every call was dropped.
 package messages

@@ -186,16 +186,6 @@ func NewRequest(body []byte, output bool) *Request {
 	return &Request{Body: body, tools: ts}
 }
 
-// Uninspectable says why toolguard cannot inspect the reply to a request,
-// or "": a streamed reply is not inspected yet, and is refused rather than
-// passed on unchecked.
-func Uninspectable(body []byte) string {
-	if gjson.GetBytes(body, "stream").Bool() {
-		return "streamed Messages replies are not inspected yet; send the request without stream"
-	}
-	return ""
-}
-
 // Tools are the custom tools the request declares.
 func (q *Request) Tools() *ladder.Tools { return q.tools }
 

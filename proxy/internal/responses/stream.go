@@ -131,23 +131,6 @@ func (r *stream) Handle(ev []byte, out *bytes.Buffer) (bool, error) {
 	return r.Result()
 }
 
-// eventName returns the name an event's event: line gives it, if any.
-func eventName(ev []byte) (string, bool) {
-	for len(ev) > 0 {
-		i := bytes.IndexAny(ev, "\r\n")
-		line := ev
-		if i >= 0 {
-			line, ev = ev[:i], ev[i+1:]
-		} else {
-			ev = nil
-		}
-		if v, ok := bytes.CutPrefix(line, []byte("event:")); ok {
-			return string(bytes.TrimPrefix(v, []byte(" "))), true
-		}
-	}
-	return "", false
-}
-
 func (r *stream) handle(ev []byte) {
 	if wire.BOMAtLineStart(ev) {
 		r.fail(&wire.Error{Type: "upstream_error", Code: "upstream_invalid_event",
@@ -170,7 +153,7 @@ func (r *stream) handle(ev []byte) {
 	}
 	e := gjson.ParseBytes(data)
 	typ := e.Get("type").Str
-	if name, ok := eventName(ev); ok {
+	if name, ok := wire.EventName(ev); ok {
 		r.named = true
 		if name != typ {
 			// Some clients dispatch on the event's name, others on its

@@ -101,3 +101,20 @@ func EventData(ev []byte) ([]byte, bool) {
 	}
 	return data, lines > 0
 }
+
+// EventName returns the name an event's event: line gives it, if any.
+func EventName(ev []byte) (string, bool) {
+	for len(ev) > 0 {
+		i := bytes.IndexAny(ev, "\r\n")
+		line := ev
+		if i >= 0 {
+			line, ev = ev[:i], ev[i+1:]
+		} else {
+			ev = nil
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("event:")); ok {
+			return string(bytes.TrimPrefix(v, []byte(" "))), true
+		}
+	}
+	return "", false
+}
