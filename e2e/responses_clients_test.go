@@ -25,9 +25,14 @@ func TestResponsesClients(t *testing.T) {
 // clients, without toolguard: given a valid call, each client's tool loop
 // runs the tool, sends its output back as the last input item and gets the
 // model's text, streamed and not.
-func TestResponsesFake(t *testing.T) {
+func TestResponsesFake(t *testing.T) { proveFake(t, responsesClients, startResponsesUpstream) }
+
+// proveFake runs each client against the fake that start makes, without
+// toolguard, given a valid call: its tool loop must run the tool, send its
+// result back and get the model's text, streamed and not.
+func proveFake(t *testing.T, clients []client, start func(*testing.T, scenario) *upstream) {
 	valid := scenario{name: "valid", first: wantArgs}
-	for _, c := range responsesClients {
+	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
 			for _, m := range modes {
 				t.Run(m.name, func(t *testing.T) {
@@ -37,7 +42,7 @@ func TestResponsesFake(t *testing.T) {
 						}
 					}
 					t.Parallel()
-					up := startResponsesUpstream(t, valid)
+					up := start(t, valid)
 					res := c.run(t.Context(), up.baseURL(), valid, m.stream)
 					if !res.OK {
 						t.Errorf("the client's assertions failed: %s\nobserved: %s\nclient output:\n%s", res.Detail, res.Observed, res.Output)
