@@ -85,6 +85,8 @@ func routeOf(r *http.Request) string {
 		return "/v1/chat/completions"
 	case "POST /v1/responses":
 		return "/v1/responses"
+	case "POST /v1/messages":
+		return "/v1/messages"
 	case "/v1/":
 		return "/v1/*"
 	case "GET /healthz":

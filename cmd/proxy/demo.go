@@ -31,6 +31,7 @@ type demoKind int
 const (
 	demoChat       demoKind = iota // a click call
 	demoResponses                  // a click call, on the Responses API
+	demoMessages                   // a click call, on the Anthropic Messages API
 	demoStructured                 // JSON content under a response_format
 	demoTextCall                   // a click call written as text
 )
@@ -45,6 +46,7 @@ var demoCases = []demoCase{
 	{"a missing required field, fixed when re-asked", `{}`, `{"selector":"#login"}`, demoChat},
 	{"a model that never corrects itself", `{}`, "", demoChat},
 	{"the Responses API: a missing required field, fixed when re-asked", `{}`, `{"selector":"#login"}`, demoResponses},
+	{"the Anthropic Messages API: a near-miss key, fixed when re-asked", `{"element":"#login"}`, `{"selector":"#login"}`, demoMessages},
 	{"structured output: JSON content fenced, with a trailing comma", "```json\n{\"button\": \"#login\", \"clicks\": 1,}\n```", "", demoStructured},
 	{"a call written as text (Hermes format)", `<tool_call>{"name": "click", "arguments": {"Selector": "#login"}}</tool_call>`, "", demoTextCall},
 }
@@ -57,6 +59,8 @@ const (
 		`"tools":[{"type":"function","function":{"name":"click","description":"Click an element","parameters":` + clickParameters + `}}]}`
 	demoResponsesRequest = `{"model":"demo-model","input":"Click the button.",` +
 		`"tools":[{"type":"function","name":"click","description":"Click an element","parameters":` + clickParameters + `}]}`
+	demoMessagesRequest = `{"model":"demo-model","max_tokens":1024,"messages":[{"role":"user","content":"Click the button."}],` +
+		`"tools":[{"name":"click","description":"Click an element","input_schema":` + clickParameters + `}]}`
 	demoStructuredRequest = `{"model":"demo-model","messages":[{"role":"user","content":"Which button, how many clicks?"}],` +
 		`"response_format":{"type":"json_schema","json_schema":{"name":"plan","strict":true,"schema":{"type":"object",` +
 		`"properties":{"button":{"type":"string"},"clicks":{"type":"integer"}},"required":["button","clicks"],"additionalProperties":false}}}}`
@@ -90,6 +94,8 @@ func runDemo(ctx context.Context, cfg policy.Config, out io.Writer) error {
 		switch c.kind {
 		case demoResponses:
 			path, body, f = "/v1/responses", demoResponsesRequest, fake.Responses
+		case demoMessages:
+			path, body, f = "/v1/messages", demoMessagesRequest, fake.Messages
 		case demoStructured:
 			body = demoStructuredRequest
 		}
@@ -126,6 +132,7 @@ func runDemo(ctx context.Context, cfg policy.Config, out io.Writer) error {
 				fmt.Fprintf(out, "                    arguments %s\n\n", args)
 			}
 		} else {
+			// Every API's error shape has its message at error.message.
 			fmt.Fprintf(out, "                    error %s\n\n", gjson.GetBytes(got, "error.message").String())
 		}
 	}
@@ -142,18 +149,24 @@ func scriptedModel(w http.ResponseWriter, r *http.Request) {
 		c = demoCases[i]
 	}
 	f := fake.Chat
-	if strings.HasSuffix(r.URL.Path, fake.Responses.Path()) {
+	switch {
+	case strings.HasSuffix(r.URL.Path, fake.Responses.Path()):
 		f = fake.Responses
+	case strings.HasSuffix(r.URL.Path, fake.Messages.Path()):
+		f = fake.Messages
 	}
 	body, _ := io.ReadAll(r.Body)
 	args := c.first
 	if f.Reasked(body) && c.second != "" {
 		args = c.second
 		// What toolguard told the model of its call: a chat tool message,
-		// or a Responses function_call_output.
+		// a Responses function_call_output, or a Messages tool_result.
 		told := gjson.GetBytes(body, `messages.#(role=="tool").content`).String()
-		if f == fake.Responses {
+		switch f {
+		case fake.Responses:
 			told = gjson.GetBytes(body, `input.#(type=="function_call_output").output`).String()
+		case fake.Messages:
+			told = gjson.GetBytes(body, `messages.#(role=="user")#.content.#(type=="tool_result").content|@flatten|0`).String()
 		}
 		feedback.set(i, told)
 	}

@@ -94,6 +94,12 @@ func TestDemoShowsEveryOutcome(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// The Messages exchange: its case's lines, up to the next case.
+	_, messages, _ := strings.Cut(out.String(), "the Anthropic Messages API")
+	messages, _, _ = strings.Cut(messages, "\n\n")
+	if !strings.Contains(messages, "outcome=reasked, re-asks=1") || !strings.Contains(messages, `arguments {"selector":"#login"}`) {
+		t.Errorf("the Messages exchange is not shown reasked:\n%s", out.String())
+	}
 }
 
 func TestHealthcheckFlag(t *testing.T) {
