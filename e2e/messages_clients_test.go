@@ -6,6 +6,7 @@ import "testing"
 // each on the path its documentation leads to.
 var messagesClients = []client{
 	nodeClient("anthropic-node", "anthropic.mjs"),
+	nodeClient("ai-sdk", "ai-sdk-anthropic.mjs"),
 }
 
 // TestMessagesClients is TestClients on the Messages API (POST
