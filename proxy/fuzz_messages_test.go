@@ -95,6 +95,7 @@ func FuzzMessagesReply(f *testing.F) {
 func FuzzMessagesRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"click","input":{}}]}],"tools":[{"name":"click","input_schema":{"type":"object"}}]}`))
 	f.Add([]byte(`{"model":"m","messages":[],"tools":[{"type":"web_search_20250305","name":"web_search"},{"name":"a"}]}`))
+	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"a","input":"{\"x\": 1,"}]}],"tools":[{"name":"a"}]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if err := messagesFormat.read(in); err != nil {
 			if _, ok := err.(*apiError); !ok {
@@ -104,6 +105,14 @@ func FuzzMessagesRequest(f *testing.F) {
 		}
 		if q := messagesFormat.open(in, true); q != nil && q.Tools().Len() == 0 {
 			t.Fatal("a request with no custom tools is opened")
+		}
+		out, edits, err := messagesFormat.mendHistory(in)
+		switch {
+		case err != nil:
+		case len(edits) == 0 && !bytes.Equal(out, in):
+			t.Fatalf("no edit, but the body changed:\n%s\n%s", in, out)
+		case !gjson.ValidBytes(out):
+			t.Fatalf("the mended body is not JSON: %s", out)
 		}
 	})
 }

@@ -508,3 +508,31 @@ func TestMessagesStreamRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestMessagesHistory: a tool_use input the client sends back as a string
+// goes upstream as the object it is (mended in form); a history of objects
+// goes byte for byte.
+func TestMessagesHistory(t *testing.T) {
+	for _, tc := range []struct{ give, want string }{
+		{`"{\"selector\":\"#a\"}"`, `{"selector":"#a"}`},
+		{`"{\"selector\": \"#a\""`, `{"selector":"#a"}`},
+		{`{"selector": "#a"}`, `{"selector": "#a"}`},
+		{`"#a"`, `"#a"`},
+	} {
+		up := newUpstream(t, reply{Body: fake.Messages.JSON(fake.Reply{Text: "ok"})})
+		srv, _ := guard(t, up, nil)
+		body := `{"model":"m","max_tokens":9,"tools":` + messagesTools + `,"messages":[{"role":"user","content":"go"},` +
+			`{"role":"assistant","content":[{"type":"text","text":"ok"},{"type":"tool_use","id":"toolu_1","name":"click","input":` + tc.give + `}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"clicked"}]}]}`
+		if resp, got := post(t, srv, "/v1/messages", body); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", tc.give, resp.StatusCode, got)
+		}
+		sent := up.requests()[0].Body
+		if got := gjson.GetBytes(sent, "messages.1.content.1.input").Raw; got != tc.want {
+			t.Errorf("input %s went upstream as %s, want %s", tc.give, got, tc.want)
+		}
+		if tc.give == tc.want && string(sent) != body {
+			t.Errorf("a history that needs nothing changed:\n got %s\nwant %s", sent, body)
+		}
+	}
+}

@@ -104,3 +104,21 @@ func (m *HistoryMender) Body(body []byte) ([]byte, []repair.Edit, error) {
 	}
 	return out, m.edits, nil
 }
+
+// Input mends a call of a format whose arguments are a JSON object, not a
+// string holding one (a Messages tool_use block's input): an input sent
+// back as a string, as servers that cannot parse a call write it, becomes
+// the object its text is, mended in form. An object, or a string that
+// cannot be made one, is left as it is.
+func (m *HistoryMender) Input(in gjson.Result) {
+	if in.Type != gjson.String || len(m.fixes) == maxHistoryFixes || len(in.Raw) > m.budget {
+		return
+	}
+	m.budget -= len(in.Raw)
+	obj, e, err := repair.SyntaxWithin([]byte(in.Raw), m.quota)
+	if err != nil {
+		return
+	}
+	m.fixes = append(m.fixes, wire.Splice{Start: in.Index, End: in.Index + len(in.Raw), With: obj})
+	m.edits = append(m.edits, append([]repair.Edit{{Kind: repair.KindDoubleEncoded, Before: wire.Clip(in.Raw, 200)}}, e...)...)
+}

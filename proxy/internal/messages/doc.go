@@ -23,6 +23,8 @@
 //     checked; blocks are numbered in the order they go out, and the
 //     message_delta's stop_reason and usage agree with what was sent.
 //     Text, thinking, signatures and redacted thinking pass at once.
+//   - A tool_use input the client sends back in its history as a string is
+//     sent upstream as the object it holds (MendHistory).
 //   - stop_reason stays consistent: tool_use while a call is left, end_turn
 //     when every call was dropped.
 package messages

@@ -1,9 +1,29 @@
 package messages
 
-import "github.com/toolguard/toolguard/repair"
+import (
+	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/repair"
+)
 
-// MendHistory leaves the conversation as the client sent it: a tool_use
-// block's input in a Messages history is a JSON object, parsed by the
-// client already, so there is no arguments text whose form could be
-// mended.
-func MendHistory(body []byte) ([]byte, []repair.Edit, error) { return body, nil, nil }
+// MendHistory mends the tool_use blocks of the assistant turns a client
+// sends back (see ladder.HistoryMender.Input): an input the client kept as
+// a string, as a server that could not parse the call sent it, becomes the
+// object the API wants. It returns the body unchanged, byte for byte, when
+// nothing needed mending.
+func MendHistory(body []byte) ([]byte, []repair.Edit, error) {
+	m := ladder.NewHistoryMender()
+	gjson.GetBytes(body, "messages").ForEach(func(_, msg gjson.Result) bool {
+		if msg.Get("role").Str != "assistant" {
+			return true
+		}
+		msg.Get("content").ForEach(func(_, b gjson.Result) bool {
+			if b.IsObject() && b.Get("type").Str == "tool_use" {
+				m.Input(b.Get("input"))
+			}
+			return true
+		})
+		return true
+	})
+	return m.Body(body)
+}
