@@ -128,9 +128,11 @@ type Config struct {
 	// LogArguments false keeps every argument value out of the logs: the raw
 	// arguments of invalid calls and the values quoted in their errors.
 	LogArguments bool `env:"TOOLGUARD_LOG_ARGUMENTS" envDefault:"true"`
-	// LogFlushInterval, when not zero, buffers the log and writes it at
-	// this interval (and when full, and at exit): a write system call per
-	// line saved, the last interval's lines lost if the process is killed.
+	// LogFlushInterval: the log is written by a background writer, and
+	// every line before a clean exit. Zero writes lines as soon as that
+	// writer runs; a duration writes them at this interval (and when 64 KiB
+	// are buffered): fewer write system calls, the last interval's lines
+	// lost if the process is killed.
 	LogFlushInterval time.Duration `env:"TOOLGUARD_LOG_FLUSH_INTERVAL" envDefault:"0s"`
 }
 

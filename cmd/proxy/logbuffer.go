@@ -1,64 +1,160 @@
 package main
 
 import (
-	"bufio"
 	"io"
 	"sync"
 	"time"
 )
 
-// logBufferSize is what a buffered log holds before it writes.
+// logBufferSize is what a log with a flush interval holds before it is
+// written anyway.
 const logBufferSize = 64 << 10
 
-// bufferedLog gathers log lines and writes them together: when its buffer
-// fills, every interval, and when it is closed. Each line costs a copy
-// instead of a write system call (about 10 us on a loaded machine); what it
-// trades away is the lines of the last interval if the process dies
-// without closing it (a SIGKILL, an out-of-memory kill). The operator
-// chooses it with TOOLGUARD_LOG_FLUSH_INTERVAL.
+// maxLogBuffered bounds the lines waiting to be written: a request that
+// would add past it waits until the writer has caught up, so a slow log
+// destination slows requests down rather than growing memory or losing
+// lines.
+const maxLogBuffered = 1 << 20
+
+// bufferedLog takes log lines off the request path: Write copies a line
+// into a buffer and a background writer writes what has gathered in one
+// system call. With no interval it writes as soon as it runs (a burst of
+// requests costs one write, not one each); with an interval it writes at
+// that interval, when logBufferSize is reached, and at Close. Close writes
+// every line given before it returns, so a clean shutdown loses none; what
+// a kill (SIGKILL, out of memory) loses is the lines not written yet: with
+// no interval, those of the last moments, with one, up to an interval's.
 type bufferedLog struct {
-	mu   sync.Mutex
-	w    *bufio.Writer
-	stop chan struct{}
-	done chan struct{}
+	w        io.Writer
+	interval time.Duration
+
+	mu     sync.Mutex
+	space  sync.Cond // signalled when the writer has taken the buffer
+	buf    []byte    // lines waiting to be written
+	spare  []byte    // the other buffer, being written or free
+	closed bool
+	err    error // the first write error
+
+	wake  chan struct{}
+	flush chan chan struct{} // Sync's requests
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 func newBufferedLog(w io.Writer, interval time.Duration) *bufferedLog {
-	b := &bufferedLog{w: bufio.NewWriterSize(w, logBufferSize), stop: make(chan struct{}), done: make(chan struct{})}
-	go b.flushEvery(interval)
+	b := &bufferedLog{w: w, interval: interval, wake: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	b.space.L = &b.mu
+	go b.writeLoop()
 	return b
 }
 
-// Write implements io.Writer; slog handlers write one whole line per call.
+// Write implements io.Writer; slog handlers write one whole line per call,
+// and a line is never split between two writes.
 func (b *bufferedLog) Write(p []byte) (int, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.w.Write(p)
+	for !b.closed && len(b.buf) > 0 && len(b.buf)+len(p) > maxLogBuffered {
+		b.signal()
+		b.space.Wait()
+	}
+	if b.closed {
+		// After Close, lines go out at once, after everything before them.
+		b.mu.Unlock()
+		<-b.done
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.w.Write(p)
+	}
+	b.buf = append(b.buf, p...)
+	if b.interval == 0 || len(b.buf) >= logBufferSize {
+		b.signal()
+	}
+	b.mu.Unlock()
+	return len(p), nil
 }
 
-func (b *bufferedLog) flush() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.w.Flush()
-}
-
-func (b *bufferedLog) flushEvery(interval time.Duration) {
-	defer close(b.done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			b.flush()
-		case <-b.stop:
-			return
-		}
+// signal wakes the writer if it is not already awake.
+func (b *bufferedLog) signal() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
 	}
 }
 
-// Close stops the flushing and writes what is buffered.
+// writeLoop writes what has gathered whenever it is woken (or at each
+// interval), and everything left when stopped.
+func (b *bufferedLog) writeLoop() {
+	defer close(b.done)
+	var tick <-chan time.Time
+	if b.interval > 0 {
+		t := time.NewTicker(b.interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-b.wake:
+		case <-tick:
+		case ch := <-b.flush:
+			b.writeOut()
+			close(ch)
+			continue
+		case <-b.stop:
+			b.writeOut()
+			return
+		}
+		b.writeOut()
+	}
+}
+
+// writeOut writes the lines gathered so far in one call.
+func (b *bufferedLog) writeOut() {
+	b.mu.Lock()
+	out := b.buf
+	b.buf, b.spare = b.spare[:0], nil
+	b.space.Broadcast()
+	b.mu.Unlock()
+	if len(out) == 0 {
+		b.mu.Lock()
+		b.spare = out
+		b.mu.Unlock()
+		return
+	}
+	_, err := b.w.Write(out)
+	b.mu.Lock()
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	if cap(out) <= maxLogBuffered {
+		b.spare = out[:0]
+	}
+	b.mu.Unlock()
+}
+
+// Sync returns once every line given before it is written.
+func (b *bufferedLog) Sync() {
+	ch := make(chan struct{})
+	select {
+	case b.flush <- ch:
+		<-ch
+	case <-b.done:
+	}
+}
+
+// Close writes every line given so far and returns the first write error.
+// Lines given after it are written at once.
 func (b *bufferedLog) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		<-b.done
+		return nil
+	}
+	b.closed = true
+	b.space.Broadcast()
+	b.mu.Unlock()
 	close(b.stop)
 	<-b.done
-	return b.flush()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
 }

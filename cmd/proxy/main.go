@@ -66,12 +66,10 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	if err != nil {
 		return fmt.Errorf("invalid configuration:\n%w", err)
 	}
-	logOut := stderr
-	if cfg.LogFlushInterval > 0 {
-		bl := newBufferedLog(stderr, cfg.LogFlushInterval)
-		defer bl.Close()
-		logOut = bl
-	}
+	// The log is written by a background writer, off the request path; a
+	// clean exit writes every line first.
+	logOut := newBufferedLog(stderr, cfg.LogFlushInterval)
+	defer logOut.Close()
 	logger, err := newLogger(cfg, logOut)
 	if err != nil {
 		return err
@@ -142,6 +140,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 		"fallback_model", cfg.FallbackModel, "fallback_upstream", redactedURL(cfg.FallbackUpstreamURL),
 		"breaker_failures", cfg.BreakerFailures, "breaker_cooldown", cfg.BreakerCooldown.String())
 	if ready != nil {
+		logOut.Sync() // the start-up lines are out before anyone is told
 		ready <- ln.Addr().String()
 	}
 
