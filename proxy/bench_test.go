@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -69,6 +70,35 @@ func BenchmarkChatCompletionLongHistory(b *testing.B) {
 	req := clickRequest("")
 	req = strings.Replace(req, `"messages":[`, `"messages":[`+strings.Repeat(turn, 40), 1)
 	benchPost(b, arms, req)
+}
+
+// BenchmarkChatCompletionNewConversation is
+// BenchmarkChatCompletionLongHistory through toolguard with a conversation
+// it has not seen before on every request (the first message differs), so
+// the history cache never holds its prefix: the first turn's cost.
+func BenchmarkChatCompletionNewConversation(b *testing.B) {
+	arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, benchReply)
+	})
+	turn := `{"role":"user","content":"` + strings.Repeat("Click the next button on the page. ", 28) + `"},`
+	req := clickRequest("")
+	req = strings.Replace(req, `"messages":[`, `"messages":[{"role":"user","content":"%08d"},`+strings.Repeat(turn, 40), 1)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		resp, err := client.Post(arms["toolguard"]+"/v1/chat/completions", "application/json", strings.NewReader(fmt.Sprintf(req, i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || n != int64(len(benchReply)) {
+			b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
+		}
+	}
 }
 
 // benchPost posts req to each arm; every answer must be benchReply.

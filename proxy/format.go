@@ -25,8 +25,9 @@ type format struct {
 	// the upstream; its error is a *wire.Error for the client.
 	read func(body []byte) error
 	// mendHistory mends the form of the calls in the conversation the
-	// client sends back (or returns the body as it was).
-	mendHistory func(body []byte) ([]byte, []repair.Edit, error)
+	// client sends back (or returns the body as it was), skipping a prefix
+	// that the cache knows needs nothing for scope.
+	mendHistory func(body []byte, c *ladder.HistoryCache, scope string) ([]byte, []repair.Edit, error)
 	// open reads what a request declares: its function tools and, if
 	// output is set, its JSON response format; nil means nothing to inspect.
 	open func(body []byte, output bool) request

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/validate"
 )
@@ -43,6 +44,9 @@ type Handler struct {
 	rt       http.RoundTripper
 	rp       *httputil.ReverseProxy
 	schemas  *validate.Cache
+	// history remembers the conversation prefixes whose calls needed no
+	// mending, so that a conversation sent again is not walked again.
+	history  *ladder.HistoryCache
 	log      *slog.Logger
 	mux      *http.ServeMux
 	ready    atomic.Bool
@@ -73,6 +77,7 @@ func New(o Options) (*Handler, error) {
 		upstream: u,
 		rt:       o.Transport,
 		schemas:  validate.NewCache(o.Config.SchemaCacheSize),
+		history:  ladder.NewHistoryCache(),
 		log:      o.Logger,
 		keys:     newKeyring(o.Config.APIKeys),
 		slots:    newSlots(o.Config.MaxConcurrentUpstream),

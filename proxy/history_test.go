@@ -35,7 +35,13 @@ func TestHistoryIsMended(t *testing.T) {
 			up := newUpstream(t, reply{Body: toolReply(`{"total_tokens":1}`, clickCall("call_9", `"{\"selector\":\"#d\"}"`))})
 			srv, _ := guard(t, up, func(c *policy.Config) { c.Mode = tc.mode })
 			post(t, srv, "/v1/chat/completions", history)
+			// Sent again (as agents resend a conversation), it is mended
+			// the same: the history cache remembers only what needed nothing.
+			post(t, srv, "/v1/chat/completions", history)
 			sent := up.requests()[0].Body
+			if again := up.requests()[1].Body; string(again) != string(sent) {
+				t.Errorf("the same history sent twice went upstream differently:\n%s\n%s", sent, again)
+			}
 			var got []string
 			for _, c := range gjson.GetBytes(sent, "messages.1.tool_calls").Array() {
 				a := c.Get("function.arguments")

@@ -7,40 +7,42 @@ import (
 )
 
 // MendHistory mends the form of the tool calls of the assistant messages a
-// client sends back (see ladder.HistoryMender). It returns the body
-// unchanged, byte for byte, when nothing needed mending.
-func MendHistory(body []byte) ([]byte, []repair.Edit, error) {
-	m := ladder.NewHistoryMender()
-	readTop(body).messages.ForEach(func(_, msg gjson.Result) bool {
-		// One pass over each message's members: a lookup each would walk
-		// its content again.
-		var role, tcs, fc gjson.Result
-		msg.ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
-			case "role":
-				role = v
-			case "tool_calls":
-				tcs = v
-			case "function_call":
-				fc = v
-			}
-			return true
-		})
-		if role.Str != "assistant" {
-			return true
-		}
-		if tcs.IsArray() {
-			tcs.ForEach(func(_, c gjson.Result) bool {
-				if c.IsObject() {
-					m.Call(c.Get("function.arguments"), c.Get("function"))
-				}
-				return true
-			})
-		}
-		if fc.IsObject() {
-			m.Call(fc.Get("arguments"), fc)
+// client sends back (see ladder.HistoryMender), skipping the messages of a
+// prefix that cache c (if not nil) knows needs nothing for scope (see
+// ladder.MendHistory). It returns the body unchanged, byte for byte, when
+// nothing needed mending.
+func MendHistory(body []byte, c *ladder.HistoryCache, scope string) ([]byte, []repair.Edit, error) {
+	return ladder.MendHistory(body, readTop(body).messages, c, scope, mendMessage)
+}
+
+// mendMessage hands the calls of one message to m.
+func mendMessage(m *ladder.HistoryMender, msg gjson.Result) {
+	// One pass over the message's members: a lookup each would walk its
+	// content again.
+	var role, tcs, fc gjson.Result
+	msg.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "role":
+			role = v
+		case "tool_calls":
+			tcs = v
+		case "function_call":
+			fc = v
 		}
 		return true
 	})
-	return m.Body(body)
+	if role.Str != "assistant" {
+		return
+	}
+	if tcs.IsArray() {
+		tcs.ForEach(func(_, c gjson.Result) bool {
+			if c.IsObject() {
+				m.Call(c.Get("function.arguments"), c.Get("function"))
+			}
+			return true
+		})
+	}
+	if fc.IsObject() {
+		m.Call(fc.Get("arguments"), fc)
+	}
 }

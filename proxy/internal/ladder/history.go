@@ -40,6 +40,9 @@ type HistoryMender struct {
 	fixes  []wire.Splice
 	budget int
 	quota  *repair.Quota // the history's JSON repair work
+	// unsure: a call handed over was mended, or left unexamined by a
+	// bound, so the conversation up to it is not known to need nothing.
+	unsure bool
 }
 
 // NewHistoryMender starts mending one request's history.
@@ -52,6 +55,7 @@ func NewHistoryMender() *HistoryMender {
 // added at the start of obj, the object that should hold it.
 func (m *HistoryMender) Call(args, obj gjson.Result) {
 	if len(m.fixes) == maxHistoryFixes {
+		m.unsure = true
 		return
 	}
 	if args.Type == gjson.String && gjson.Valid(args.Str) && gjson.Parse(args.Str).IsObject() {
@@ -62,13 +66,16 @@ func (m *HistoryMender) Call(args, obj gjson.Result) {
 		raw = `""`
 	}
 	if len(raw) > m.budget {
+		m.unsure = true
 		return
 	}
 	m.budget -= len(raw)
 	mended, e, err := repair.SyntaxWithin([]byte(raw), m.quota)
 	if err != nil || len(e) == 0 {
+		m.unsure = m.unsure || err != nil
 		return
 	}
+	m.unsure = true
 	val := wire.Quote(string(mended))
 	if args.Exists() {
 		m.fixes = append(m.fixes, wire.Splice{Start: args.Index, End: args.Index + len(args.Raw), With: []byte(val)})

@@ -1,0 +1,161 @@
+package ladder
+
+import (
+	"hash/maphash"
+	"sync"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/repair"
+)
+
+// HistoryCacheEntries bounds the prefixes a HistoryCache remembers. An
+// entry is a 16-byte key (no content), so the cache holds at most about
+// HistoryCacheEntries × 60 bytes with the map's overhead: under 1 MiB.
+const HistoryCacheEntries = 8192
+
+// maxCachedItems: a conversation of more items than this is mended
+// without the cache, so that the offsets kept for one request stay small.
+const maxCachedItems = 4096
+
+// HistoryCache remembers conversation prefixes whose calls need no
+// mending: agents send the whole conversation back every turn, and a
+// prefix seen before, byte for byte, is not walked and mended again.
+//
+// It remembers only that verdict, under a key that is a seeded 64-bit hash
+// of the scope (the format and the client's credential, so one client
+// cannot learn from the cache what another sent) and of the prefix's exact
+// bytes, with the prefix's length: never content, never a credential. A
+// prefix is remembered only when every call in it was examined in full
+// and needed nothing; one that was mended, or that a bound cut short, is
+// walked again next time. It holds at most HistoryCacheEntries keys and
+// forgets the oldest first. A collision (two prefixes of the same length
+// and seeded hash, which a client cannot aim for without the process's
+// random seed) would skip mending a prefix's calls: history mending is a
+// courtesy to the provider, and those calls still go upstream as sent.
+type HistoryCache struct {
+	seed maphash.Seed
+	mu   sync.Mutex
+	set  map[prefixKey]struct{}
+	ring []prefixKey // keys in the order they were added
+	next int         // the ring's oldest key, once it is full
+}
+
+type prefixKey struct {
+	sum uint64
+	n   int
+}
+
+// NewHistoryCache returns an empty cache.
+func NewHistoryCache() *HistoryCache {
+	return &HistoryCache{seed: maphash.MakeSeed(), set: make(map[prefixKey]struct{})}
+}
+
+// Len is the number of prefixes remembered.
+func (c *HistoryCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.set)
+}
+
+// longest returns the index of the last of keys the cache holds, or -1.
+func (c *HistoryCache) longest(keys []prefixKey) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(keys) - 1; i >= 0; i-- {
+		if _, ok := c.set[keys[i]]; ok {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *HistoryCache) add(k prefixKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.set[k]; ok {
+		return
+	}
+	if len(c.ring) < HistoryCacheEntries {
+		c.ring = append(c.ring, k)
+	} else {
+		delete(c.set, c.ring[c.next])
+		c.ring[c.next] = k
+		c.next = (c.next + 1) % HistoryCacheEntries
+	}
+	c.set[k] = struct{}{}
+}
+
+// MendHistory mends the calls of the conversation items (an array in
+// body) with a HistoryMender, handing each item to each, which hands its
+// calls to the mender. With a cache, the items of the longest prefix the
+// cache holds for scope are skipped, and the longest prefix found to need
+// nothing is remembered. The body comes back unchanged, byte for byte,
+// when nothing needed mending.
+func MendHistory(body []byte, items gjson.Result, c *HistoryCache, scope string, each func(m *HistoryMender, item gjson.Result)) ([]byte, []repair.Edit, error) {
+	m := NewHistoryMender()
+	var spans []span
+	ok := false
+	if c != nil {
+		spans, ok = itemSpans(items)
+	}
+	if !ok {
+		items.ForEach(func(_, item gjson.Result) bool {
+			each(m, item)
+			return true
+		})
+		return m.Body(body)
+	}
+	// The key of each prefix: the hash of the scope and of the bytes from
+	// the array's start to the end of the item.
+	keys := make([]prefixKey, len(spans))
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(scope)
+	h.WriteByte(0)
+	from := items.Index
+	for i, s := range spans {
+		h.Write(body[from:s.end])
+		from = s.end
+		keys[i] = prefixKey{sum: h.Sum64(), n: s.end - items.Index}
+	}
+	// The items after the longest prefix known to need nothing; the
+	// longest prefix found to need nothing is remembered.
+	known := c.longest(keys)
+	clean := known
+	for i := known + 1; i < len(spans); i++ {
+		s := spans[i]
+		item := gjson.Parse(unsafe.String(unsafe.SliceData(body[s.start:]), s.end-s.start))
+		item.Index = s.start // the positions read from it are the body's
+		each(m, item)
+		if !m.unsure {
+			clean = i
+		}
+	}
+	if clean > known {
+		c.add(keys[clean])
+	}
+	return m.Body(body)
+}
+
+type span struct{ start, end int }
+
+// itemSpans returns where each item of the array items is in the body, or
+// false when the array is not a body's array, holds more than
+// maxCachedItems items, or a position is unknown.
+func itemSpans(items gjson.Result) ([]span, bool) {
+	if !items.IsArray() || items.Index <= 0 {
+		return nil, false
+	}
+	var spans []span
+	ok := true
+	items.ForEach(func(_, item gjson.Result) bool {
+		if item.Index <= items.Index || len(spans) == maxCachedItems {
+			ok = false
+			return false
+		}
+		spans = append(spans, span{item.Index, item.Index + len(item.Raw)})
+		return true
+	})
+	return spans, ok
+}

@@ -1,0 +1,129 @@
+package ladder
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// conversation is a body whose "items" array holds calls ({"args": ...}):
+// args are the raw JSON values of their arguments.
+func conversation(args ...string) []byte {
+	items := make([]string, len(args))
+	for i, a := range args {
+		items[i] = `{"n":` + fmt.Sprint(i) + `,"args":` + a + `}`
+	}
+	return []byte(`{"model":"m","items":[` + strings.Join(items, ",") + `]}`)
+}
+
+// mendCounted mends body's items through c, and returns the body, the
+// number of edits and the items handed over.
+func mendCounted(t *testing.T, body []byte, c *HistoryCache, scope string) (string, int, int) {
+	t.Helper()
+	seen := 0
+	out, edits, err := MendHistory(body, gjson.GetBytes(body, "items"), c, scope, func(m *HistoryMender, item gjson.Result) {
+		seen++
+		m.Call(item.Get("args"), item)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), len(edits), seen
+}
+
+const (
+	goodArgs = `"{\"selector\":\"#a\"}"`
+	badArgs  = `"{\"selector\": \"#b\""` // truncated: mended
+)
+
+// TestHistoryCacheSkipsAKnownPrefix: a conversation sent again with new
+// items is walked only from the first new item, and what comes out is what
+// a walk of the whole conversation makes of it.
+func TestHistoryCacheSkipsAKnownPrefix(t *testing.T) {
+	c := NewHistoryCache()
+	turn1 := conversation(goodArgs, goodArgs, goodArgs)
+	if out, _, seen := mendCounted(t, turn1, c, "k1"); out != string(turn1) || seen != 3 {
+		t.Fatalf("first turn: %d items walked, body changed: %v", seen, out != string(turn1))
+	}
+	turn2 := conversation(goodArgs, goodArgs, goodArgs, goodArgs, badArgs)
+	want, wantEdits, _ := mendCounted(t, turn2, nil, "")
+	out, edits, seen := mendCounted(t, turn2, c, "k1")
+	if seen != 2 {
+		t.Errorf("second turn: %d items walked, want the 2 new ones", seen)
+	}
+	if out != want || edits != wantEdits || edits == 0 {
+		t.Errorf("second turn mended differently with the cache (%d edits, want %d):\n%s\nwant\n%s", edits, wantEdits, out, want)
+	}
+	// The mended call is not remembered as needing nothing: sent again, it
+	// is mended again.
+	for range 2 {
+		out, edits, seen = mendCounted(t, turn2, c, "k1")
+		if out != want || edits != wantEdits || seen != 1 {
+			t.Errorf("third turn: %d items walked (want 1), %d edits (want %d)", seen, edits, wantEdits)
+		}
+	}
+}
+
+// TestHistoryCacheIsPerScope: another client (another scope) learns
+// nothing from what one client's conversations left in the cache.
+func TestHistoryCacheIsPerScope(t *testing.T) {
+	c := NewHistoryCache()
+	body := conversation(goodArgs, goodArgs, goodArgs)
+	mendCounted(t, body, c, "client-a")
+	if _, _, seen := mendCounted(t, body, c, "client-b"); seen != 3 {
+		t.Errorf("another scope walked %d of 3 items: it used the first one's verdict", seen)
+	}
+	if _, _, seen := mendCounted(t, body, c, "client-a"); seen != 0 {
+		t.Errorf("the same scope walked %d items of a conversation it sent before", seen)
+	}
+	// A prefix that differs in one byte is not the same prefix.
+	other := []byte(strings.Replace(string(body), `"n":0`, `"n":7`, 1))
+	if _, _, seen := mendCounted(t, other, c, "client-a"); seen != 3 {
+		t.Errorf("a changed first item: %d of 3 items walked", seen)
+	}
+}
+
+// TestHistoryCacheIsBounded: however many conversations go through it, the
+// cache holds at most HistoryCacheEntries keys, the oldest forgotten first.
+func TestHistoryCacheIsBounded(t *testing.T) {
+	c := NewHistoryCache()
+	first := conversation(goodArgs)
+	mendCounted(t, first, c, "s")
+	for i := range HistoryCacheEntries + 100 {
+		mendCounted(t, conversation(goodArgs, fmt.Sprintf(`"{\"i\":%d}"`, i)), c, "s")
+		if n := c.Len(); n > HistoryCacheEntries {
+			t.Fatalf("%d entries after %d conversations, bound %d", n, i+2, HistoryCacheEntries)
+		}
+	}
+	if n := c.Len(); n != HistoryCacheEntries {
+		t.Errorf("%d entries, want the bound %d", n, HistoryCacheEntries)
+	}
+	if _, _, seen := mendCounted(t, first, c, "s"); seen != 1 {
+		t.Errorf("the oldest conversation is still remembered")
+	}
+}
+
+// TestHistoryCacheLeavesLongConversations: a conversation of more than
+// maxCachedItems items is mended without the cache (the offsets a request
+// keeps stay bounded), the same as with it.
+func TestHistoryCacheLeavesLongConversations(t *testing.T) {
+	args := make([]string, maxCachedItems+1)
+	for i := range args {
+		args[i] = goodArgs
+	}
+	args[len(args)-1] = badArgs
+	body := conversation(args...)
+	c := NewHistoryCache()
+	want, wantEdits, _ := mendCounted(t, body, nil, "")
+	for range 2 {
+		out, edits, seen := mendCounted(t, body, c, "s")
+		if out != want || edits != wantEdits || seen != len(args) {
+			t.Fatalf("%d of %d items walked, %d edits (want %d)", seen, len(args), edits, wantEdits)
+		}
+	}
+	if c.Len() != 0 {
+		t.Errorf("%d entries for a conversation past the bound", c.Len())
+	}
+}
