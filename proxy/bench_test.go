@@ -50,26 +50,30 @@ var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 // tool-call reply straight to the upstream, through a bare reverse proxy
 // and through toolguard (which validates the call).
 func BenchmarkChatCompletion(b *testing.B) {
-	arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
+	benchPost(b, replyArms(b), clickRequest(""))
+}
+
+// replyArms are the benchmark's arms in front of an upstream that answers
+// every request with benchReply.
+func replyArms(b *testing.B) map[string]string {
+	return benchArms(b, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, benchReply)
 	})
-	benchPost(b, arms, clickRequest(""))
+}
+
+// longHistory is the request an agent sends after a few dozen turns: about
+// 40 KB of history, after the messages in first.
+func longHistory(first string) string {
+	turn := `{"role":"user","content":"` + strings.Repeat("Click the next button on the page. ", 28) + `"},`
+	return strings.Replace(clickRequest(""), `"messages":[`, `"messages":[`+first+strings.Repeat(turn, 40), 1)
 }
 
 // BenchmarkChatCompletionLongHistory is BenchmarkChatCompletion with the
 // request an agent sends after a few dozen turns: about 40 KB of history.
 func BenchmarkChatCompletionLongHistory(b *testing.B) {
-	arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, benchReply)
-	})
-	turn := `{"role":"user","content":"` + strings.Repeat("Click the next button on the page. ", 28) + `"},`
-	req := clickRequest("")
-	req = strings.Replace(req, `"messages":[`, `"messages":[`+strings.Repeat(turn, 40), 1)
-	benchPost(b, arms, req)
+	benchPost(b, replyArms(b), longHistory(""))
 }
 
 // BenchmarkChatCompletionNewConversation is
@@ -77,27 +81,25 @@ func BenchmarkChatCompletionLongHistory(b *testing.B) {
 // it has not seen before on every request (the first message differs), so
 // the history cache never holds its prefix: the first turn's cost.
 func BenchmarkChatCompletionNewConversation(b *testing.B) {
-	arms := benchArms(b, func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, benchReply)
-	})
-	turn := `{"role":"user","content":"` + strings.Repeat("Click the next button on the page. ", 28) + `"},`
-	req := clickRequest("")
-	req = strings.Replace(req, `"messages":[`, `"messages":[{"role":"user","content":"%08d"},`+strings.Repeat(turn, 40), 1)
+	url := replyArms(b)["toolguard"] + "/v1/chat/completions"
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		i++
-		resp, err := client.Post(arms["toolguard"]+"/v1/chat/completions", "application/json", strings.NewReader(fmt.Sprintf(req, i)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, _ := io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || n != int64(len(benchReply)) {
-			b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
-		}
+		postReply(b, url, longHistory(fmt.Sprintf(`{"role":"user","content":"%08d"},`, i)))
+	}
+}
+
+// postReply posts req to url; the answer must be benchReply.
+func postReply(b *testing.B, url, req string) {
+	resp, err := client.Post(url, "application/json", strings.NewReader(req))
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || n != int64(len(benchReply)) {
+		b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
 	}
 }
 
@@ -107,15 +109,7 @@ func benchPost(b *testing.B, arms map[string]string, req string) {
 		b.Run(arm, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				resp, err := client.Post(arms[arm]+"/v1/chat/completions", "application/json", strings.NewReader(req))
-				if err != nil {
-					b.Fatal(err)
-				}
-				n, _ := io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 || n != int64(len(benchReply)) {
-					b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
-				}
+				postReply(b, arms[arm]+"/v1/chat/completions", req)
 			}
 		})
 	}
