@@ -19,4 +19,8 @@
 //     bound passes as unchecked if its arguments are a JSON object, and the
 //     outcome says so; a call the request's spent budget cannot cover is
 //     invalid (Exchange.Spent), and no re-ask is made.
+//   - MendHistory skips only a conversation prefix that a HistoryCache
+//     remembers as needing nothing, for the same scope (format and client
+//     credentials), byte for byte; the cache holds verdicts, never content,
+//     and at most HistoryCacheEntries of them.
 package ladder
