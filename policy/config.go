@@ -129,11 +129,12 @@ type Config struct {
 	// arguments of invalid calls and the values quoted in their errors.
 	LogArguments bool `env:"TOOLGUARD_LOG_ARGUMENTS" envDefault:"true"`
 	// LogFlushInterval: the log is written by a background writer, and
-	// every line before a clean exit. Zero writes lines as soon as that
-	// writer runs; a duration writes them at this interval (and when 64 KiB
-	// are buffered): fewer write system calls, the last interval's lines
-	// lost if the process is killed.
-	LogFlushInterval time.Duration `env:"TOOLGUARD_LOG_FLUSH_INTERVAL" envDefault:"0s"`
+	// every line before a clean exit. A duration (50ms by default) writes
+	// lines at this interval and when 64 KiB are buffered: one write system
+	// call per batch, the last interval's lines lost if the process is
+	// killed. Zero writes lines as soon as that writer runs, which under
+	// load is nearly a system call per line again.
+	LogFlushInterval time.Duration `env:"TOOLGUARD_LOG_FLUSH_INTERVAL" envDefault:"50ms"`
 }
 
 // MaxConcurrentUpstreamLimit bounds TOOLGUARD_MAX_CONCURRENT_UPSTREAM.

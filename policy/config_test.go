@@ -41,7 +41,7 @@ func TestDefaults(t *testing.T) {
 		LogFormat:              "json",
 		LogLevel:               "info",
 		LogArguments:           true,
-		LogFlushInterval:       0,
+		LogFlushInterval:       50 * time.Millisecond,
 	}
 	if diff := cmp.Diff(c, want); diff != "" {
 		t.Errorf("defaults (-got +want):\n%s", diff)

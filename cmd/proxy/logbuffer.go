@@ -18,9 +18,9 @@ const maxLogBuffered = 1 << 20
 
 // bufferedLog takes log lines off the request path: Write copies a line
 // into a buffer and a background writer writes what has gathered in one
-// system call. With no interval it writes as soon as it runs (a burst of
-// requests costs one write, not one each); with an interval it writes at
-// that interval, when logBufferSize is reached, and at Close. Close writes
+// system call. With an interval (the default is 50ms) it writes at that
+// interval, when logBufferSize is reached, and at Close; with none, as soon
+// as it runs, which under load is close to one write per line again. Close writes
 // every line given before it returns, so a clean shutdown loses none; what
 // a kill (SIGKILL, out of memory) loses is the lines not written yet: with
 // no interval, those of the last moments, with one, up to an interval's.
