@@ -27,7 +27,7 @@ type format struct {
 	// mendHistory mends the form of the calls in the conversation the
 	// client sends back (or returns the body as it was), skipping a prefix
 	// that the cache knows needs nothing for scope.
-	mendHistory func(body []byte, c *ladder.HistoryCache, scope string) ([]byte, []repair.Edit, error)
+	mendHistory func(body []byte, c *ladder.HistoryCache, scope uint64) ([]byte, []repair.Edit, error)
 	// open reads what a request declares: its function tools and, if
 	// output is set, its JSON response format; nil means nothing to inspect.
 	open func(body []byte, output bool) request

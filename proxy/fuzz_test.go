@@ -272,14 +272,14 @@ func FuzzRequest(f *testing.F) {
 		if chat.Read(in) != nil {
 			return // refused
 		}
-		once, _, err := chat.MendHistory(in, nil, "")
+		once, _, err := chat.MendHistory(in, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !gjson.ValidBytes(once) {
 			t.Fatalf("mended request is not JSON: %s", once)
 		}
-		twice, edits, err := chat.MendHistory(once, nil, "")
+		twice, edits, err := chat.MendHistory(once, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

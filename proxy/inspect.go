@@ -90,7 +90,9 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 				return err
 			}
 			if pol.Rules("").Mode.Repairs() {
-				mended, edits, err := f.mendHistory(body, h.history, historyScope(f, r))
+				// The history cache's verdicts are kept apart by format
+				// and credentials: no client learns what another sent.
+				mended, edits, err := f.mendHistory(body, h.history, h.history.Scope(f.name, r.Header.Get("Authorization"), r.Header.Get("Api-Key")))
 				if err != nil {
 					return writeFailed(err)
 				}
@@ -127,14 +129,6 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		ex.logResult(r)
 		return err
 	}
-}
-
-// historyScope is what the history cache's verdicts are kept apart by:
-// the format and the credentials the client sent, so that no client learns
-// from the cache what another sent. (The cache keeps a seeded hash of it,
-// never the credentials.)
-func historyScope(f format, r *http.Request) string {
-	return f.name + "\x00" + r.Header.Get("Authorization") + "\x00" + r.Header.Get("Api-Key")
 }
 
 // newExchange starts the exchange of a request that f's request req

@@ -9,9 +9,9 @@ import (
 // MendHistory mends the form of the tool calls of the assistant messages a
 // client sends back (see ladder.HistoryMender), skipping the messages of a
 // prefix that cache c (if not nil) knows needs nothing for scope (see
-// ladder.MendHistory). It returns the body unchanged, byte for byte, when
+// ladder.HistoryCache.Scope and ladder.MendHistory). It returns the body unchanged, byte for byte, when
 // nothing needed mending.
-func MendHistory(body []byte, c *ladder.HistoryCache, scope string) ([]byte, []repair.Edit, error) {
+func MendHistory(body []byte, c *ladder.HistoryCache, scope uint64) ([]byte, []repair.Edit, error) {
 	return ladder.MendHistory(body, readTop(body).messages, c, scope, mendMessage)
 }
 

@@ -86,18 +86,45 @@ func (c *HistoryCache) add(k prefixKey) {
 	c.set[k] = struct{}{}
 }
 
+// Scope is the hash of parts (the format, the client's credentials) that
+// keeps apart the verdicts of different clients: seeded, so it tells
+// nothing of the parts outside this process. 0 for a nil cache.
+func (c *HistoryCache) Scope(parts ...string) uint64 {
+	if c == nil {
+		return 0
+	}
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	for _, p := range parts {
+		h.WriteString(p)
+		h.WriteByte(0) // header values hold no NUL: the parts cannot run together
+	}
+	return h.Sum64()
+}
+
+// scratch is the per-request room for the items' positions and keys,
+// reused: at most maxCachedItems of each.
+type scratch struct {
+	spans []span
+	keys  []prefixKey
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
 // MendHistory mends the calls of the conversation items (an array in
 // body) with a HistoryMender, handing each item to each, which hands its
 // calls to the mender. With a cache, the items of the longest prefix the
-// cache holds for scope are skipped, and the longest prefix found to need
-// nothing is remembered. The body comes back unchanged, byte for byte,
-// when nothing needed mending.
-func MendHistory(body []byte, items gjson.Result, c *HistoryCache, scope string, each func(m *HistoryMender, item gjson.Result)) ([]byte, []repair.Edit, error) {
+// cache holds for scope (see Scope) are skipped, and the longest prefix
+// found to need nothing is remembered. The body comes back unchanged, byte
+// for byte, when nothing needed mending.
+func MendHistory(body []byte, items gjson.Result, c *HistoryCache, scope uint64, each func(m *HistoryMender, item gjson.Result)) ([]byte, []repair.Edit, error) {
 	m := NewHistoryMender()
-	var spans []span
+	var sc *scratch
 	ok := false
 	if c != nil {
-		spans, ok = itemSpans(items)
+		sc = scratchPool.Get().(*scratch)
+		defer scratchPool.Put(sc)
+		sc.spans, ok = itemSpans(items, sc.spans[:0])
 	}
 	if !ok {
 		items.ForEach(func(_, item gjson.Result) bool {
@@ -108,17 +135,21 @@ func MendHistory(body []byte, items gjson.Result, c *HistoryCache, scope string,
 	}
 	// The key of each prefix: the hash of the scope and of the bytes from
 	// the array's start to the end of the item.
-	keys := make([]prefixKey, len(spans))
+	spans, keys := sc.spans, sc.keys[:0]
 	var h maphash.Hash
 	h.SetSeed(c.seed)
-	h.WriteString(scope)
-	h.WriteByte(0)
+	var sb [8]byte
+	for i := range sb {
+		sb[i] = byte(scope >> (8 * i))
+	}
+	h.Write(sb[:])
 	from := items.Index
-	for i, s := range spans {
+	for _, s := range spans {
 		h.Write(body[from:s.end])
 		from = s.end
-		keys[i] = prefixKey{sum: h.Sum64(), n: s.end - items.Index}
+		keys = append(keys, prefixKey{sum: h.Sum64(), n: s.end - items.Index})
 	}
+	sc.keys = keys
 	// The items after the longest prefix known to need nothing; the
 	// longest prefix found to need nothing is remembered.
 	known := c.longest(keys)
@@ -140,14 +171,13 @@ func MendHistory(body []byte, items gjson.Result, c *HistoryCache, scope string,
 
 type span struct{ start, end int }
 
-// itemSpans returns where each item of the array items is in the body, or
-// false when the array is not a body's array, holds more than
-// maxCachedItems items, or a position is unknown.
-func itemSpans(items gjson.Result) ([]span, bool) {
+// itemSpans appends where each item of the array items is in the body to
+// spans, or returns false when the array is not a body's array, holds more
+// than maxCachedItems items, or a position is unknown.
+func itemSpans(items gjson.Result, spans []span) ([]span, bool) {
 	if !items.IsArray() || items.Index <= 0 {
-		return nil, false
+		return spans, false
 	}
-	var spans []span
 	ok := true
 	items.ForEach(func(_, item gjson.Result) bool {
 		if item.Index <= items.Index || len(spans) == maxCachedItems {

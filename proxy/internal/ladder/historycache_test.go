@@ -23,7 +23,7 @@ func conversation(args ...string) []byte {
 func mendCounted(t *testing.T, body []byte, c *HistoryCache, scope string) (string, int, int) {
 	t.Helper()
 	seen := 0
-	out, edits, err := MendHistory(body, gjson.GetBytes(body, "items"), c, scope, func(m *HistoryMender, item gjson.Result) {
+	out, edits, err := MendHistory(body, gjson.GetBytes(body, "items"), c, c.Scope(scope), func(m *HistoryMender, item gjson.Result) {
 		seen++
 		m.Call(item.Get("args"), item)
 	})

@@ -9,9 +9,9 @@ import (
 // MendHistory mends the form of the function_call items of the input a
 // client sends back (see ladder.HistoryMender), skipping the items of a
 // prefix that cache c (if not nil) knows needs nothing for scope (see
-// ladder.MendHistory). It returns the body unchanged, byte for byte, when
+// ladder.HistoryCache.Scope and ladder.MendHistory). It returns the body unchanged, byte for byte, when
 // nothing needed mending.
-func MendHistory(body []byte, c *ladder.HistoryCache, scope string) ([]byte, []repair.Edit, error) {
+func MendHistory(body []byte, c *ladder.HistoryCache, scope uint64) ([]byte, []repair.Edit, error) {
 	return ladder.MendHistory(body, gjson.GetBytes(body, "input"), c, scope, func(m *ladder.HistoryMender, item gjson.Result) {
 		if item.IsObject() && item.Get("type").String() == "function_call" {
 			m.Call(item.Get("arguments"), item)
