@@ -124,7 +124,9 @@ func (b *bufferedLog) writeOut() {
 	if err != nil && b.err == nil {
 		b.err = err
 	}
-	if cap(out) <= maxLogBuffered {
+	// Kept for the next batch unless one outsized line grew it: appends
+	// past maxLogBuffered grow it to at most twice that.
+	if cap(out) <= 2*maxLogBuffered {
 		b.spare = out[:0]
 	}
 	b.mu.Unlock()
