@@ -65,7 +65,9 @@ func TestBufferedLog(t *testing.T) {
 				}
 				next[g]++
 			}
-			if interval > 0 && out.writes > out.b.Len()/logBufferSize+2 {
+			// A full buffer wakes the writer; a wake that arrives while it
+			// writes can make one short write after each full one.
+			if interval > 0 && out.writes > 2*(out.b.Len()/logBufferSize)+2 {
 				t.Errorf("%d writes for %d bytes: the buffer is not written when full only", out.writes, out.b.Len())
 			}
 		})
