@@ -14,7 +14,7 @@ const logBufferSize = 64 << 10
 // would add past it waits until the writer has caught up, so a slow log
 // destination slows requests down rather than growing memory or losing
 // lines.
-const maxLogBuffered = 1 << 20
+const maxLogBuffered = 256 << 10
 
 // bufferedLog takes log lines off the request path: Write copies a line
 // into a buffer and a background writer writes what has gathered in one
