@@ -107,7 +107,11 @@ var messagesFormat = format{
 	name:        "messages",
 	path:        messages.Path,
 	read:        messages.Read,
-	mendHistory: messages.MendHistory,
+	// The Messages history is mended without the prefix cache: its
+	// tool_use inputs are objects, mended one by one (messages.MendHistory).
+	mendHistory: func(body []byte, _ *ladder.HistoryCache, _ uint64) ([]byte, []repair.Edit, error) {
+		return messages.MendHistory(body)
+	},
 	open: func(body []byte, output bool) request {
 		if q := messages.NewRequest(body, output); q != nil {
 			return q

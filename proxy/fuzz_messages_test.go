@@ -106,7 +106,7 @@ func FuzzMessagesRequest(f *testing.F) {
 		if q := messagesFormat.open(in, true); q != nil && q.Tools().Len() == 0 {
 			t.Fatal("a request with no custom tools is opened")
 		}
-		out, edits, err := messagesFormat.mendHistory(in)
+		out, edits, err := messagesFormat.mendHistory(in, nil, 0)
 		switch {
 		case err != nil:
 		case len(edits) == 0 && !bytes.Equal(out, in):
