@@ -35,6 +35,16 @@ func TestTextCalls(t *testing.T) {
 			change: func(c *policy.Config) { c.TextCalls = policy.TextCallsAll }, wantCalls: []string{`click {"selector":"#d"}`}, wantText: "Thought: I should click.", outcome: "repaired"},
 		{name: "prose-stays-text", content: "You can call click with a selector, for example <tool_call>{\"name\": \"click\", \"arguments\": {}}</tool_call>.",
 			wantText: "You can call click with a selector, for example <tool_call>{\"name\": \"click\", \"arguments\": {}}</tool_call>.", outcome: "none"},
+		{name: "hermes-string-arguments", content: `<tool_call>{"name": "click", "arguments": "#s"}</tool_call>`,
+			wantCalls: []string{`click {"selector":"#s"}`}, outcome: "repaired"},
+		{name: "harmony", content: "<|channel|>analysis<|message|>Need to click.<|end|><|start|>assistant<|channel|>commentary to=functions.click <|constrain|>json<|message|>{\"selector\":\"#h\"}<|call|>",
+			wantCalls: []string{`click {"selector":"#h"}`}, wantText: "<|channel|>analysis<|message|>Need to click.<|end|>", outcome: "repaired"},
+		{name: "kimi-k2", content: "<|tool_calls_section_begin|><|tool_call_begin|>functions.click:0<|tool_call_argument_begin|>{\"selector\": \"#k\"}<|tool_call_end|><|tool_calls_section_end|>",
+			wantCalls: []string{`click {"selector":"#k"}`}, outcome: "repaired"},
+		{name: "json-in-prose-when-json", content: "Clicking it now:\n{\"name\": \"click\", \"arguments\": {\"selector\": \"#p\"}}\n",
+			change: func(c *policy.Config) { c.TextCalls = policy.TextCallsJSON }, wantCalls: []string{`click {"selector":"#p"}`}, wantText: "Clicking it now:", outcome: "repaired"},
+		{name: "json-in-prose-stays-text-when-marked", content: "Clicking it now:\n{\"name\": \"click\", \"arguments\": {\"selector\": \"#p\"}}",
+			wantText: "Clicking it now:\n{\"name\": \"click\", \"arguments\": {\"selector\": \"#p\"}}", outcome: "none"},
 		{name: "undeclared-unmarked-stays-text", content: `[type(text="x")]`, wantText: `[type(text="x")]`, outcome: "none"},
 		{name: "switch-off", content: `<tool_call>{"name": "click", "arguments": {"selector": "#a"}}</tool_call>`,
 			change: func(c *policy.Config) { c.TextCalls = policy.TextCallsOff }, wantText: `<tool_call>{"name": "click", "arguments": {"selector": "#a"}}</tool_call>`, outcome: "none"},
@@ -111,6 +121,61 @@ func TestTextCallsReasked(t *testing.T) {
 	reask := up.requests()[1].Body
 	if tc := gjson.GetBytes(reask, `messages.#(role=="assistant").tool_calls.0`); tc.Get("function.name").Str != "click" || tc.Get("id").Str == "" {
 		t.Errorf("the re-ask shows the model its call as %s", tc.Raw)
+	}
+}
+
+// TestTextCallsListWithUnreadCall: a list of calls written as text, one of
+// which cannot be read, is never converted in part: every call goes up the
+// ladder, the one that could not be read as an invalid call, and the model
+// is re-asked for it, told why.
+func TestTextCallsListWithUnreadCall(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			up := newUpstream(t)
+			up.handle = func(w http.ResponseWriter, r *http.Request, i int) {
+				text := "<tool_call>{\"name\": \"click\", \"arguments\": {\"selector\": \"#a\"}}</tool_call>\n<tool_call>{\"name\": \"click\", \"arguments\": {\"selector\": }</tool_call>"
+				if i > 0 {
+					w.Header().Set("Content-Type", "application/json")
+					w.Write([]byte(fake.Chat.JSON(fake.Reply{Calls: []fake.Call{{ID: "call_2", Name: "click", Args: `{"selector":"#b"}`}}})))
+					return
+				}
+				if stream && i == 0 {
+					w.Header().Set("Content-Type", "text/event-stream")
+					w.Write([]byte(strings.Join(fake.Chat.Events(fake.Reply{Text: text}, 7), "")))
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.Write([]byte(fake.Chat.JSON(fake.Reply{Text: text})))
+			}
+			srv, _ := guard(t, up, nil)
+			extra := ""
+			if stream {
+				extra = `,"stream":true`
+			}
+			_, body := post(t, srv, "/v1/chat/completions", clickRequest(extra))
+			var calls []string
+			if stream {
+				for _, c := range assemble(t, body).Calls[0] {
+					f := strings.SplitN(c, " ", 3)
+					calls = append(calls, f[1]+" "+compact(f[2]))
+				}
+			} else {
+				gjson.GetBytes(body, "choices.0.message.tool_calls").ForEach(func(_, c gjson.Result) bool {
+					calls = append(calls, c.Get("function.name").Str+" "+compact(c.Get("function.arguments").Str))
+					return true
+				})
+			}
+			if diff := cmp.Diff(calls, []string{`click {"selector":"#a"}`, `click {"selector":"#b"}`}); diff != "" {
+				t.Errorf("calls (-got +want):\n%s\n%s", diff, body)
+			}
+			reqs := up.requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d upstream requests, want 2 (one re-ask)", len(reqs))
+			}
+			if !strings.Contains(string(reqs[1].Body), "could not be read as one JSON object") {
+				t.Errorf("the re-ask does not say which call could not be read: %s", reqs[1].Body)
+			}
+		})
 	}
 }
 

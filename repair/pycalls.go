@@ -16,9 +16,16 @@ const maxPyDepth = 64
 // and dicts of them), converted to JSON. Anything else (a positional
 // argument, an expression, a name) is code, not a value, and is refused.
 func readPythonic(t string, start, stop int) ([]found, bool) {
-	p := pyReader{t: t[:stop], i: start}
+	calls, end, ok := readPythonicAt(t[:stop], start)
+	return calls, ok && skipSpace(t[:stop], end) == stop
+}
+
+// readPythonicAt reads the pythonic call list at start of t, and returns
+// where it ends.
+func readPythonicAt(t string, start int) ([]found, int, bool) {
+	p := pyReader{t: t, i: start}
 	if !p.eat('[') {
-		return nil, false
+		return nil, 0, false
 	}
 	var calls []found
 	for {
@@ -27,23 +34,22 @@ func readPythonic(t string, start, stop int) ([]found, bool) {
 			break
 		}
 		if len(calls) > 0 && !p.eat(',') {
-			return nil, false
+			return nil, 0, false
 		}
 		p.space()
 		if len(calls) > 0 && p.eat(']') {
 			break // a trailing comma
 		}
 		if len(calls) >= maxTextCalls {
-			return nil, false
+			return nil, 0, false
 		}
 		c, ok := p.call()
 		if !ok {
-			return nil, false
+			return nil, 0, false
 		}
 		calls = append(calls, c)
 	}
-	p.space()
-	return calls, p.i == stop && len(calls) > 0
+	return calls, p.i, len(calls) > 0
 }
 
 type pyReader struct {
@@ -144,7 +150,9 @@ func (p *pyReader) value() ([]byte, bool) {
 		p.i = k
 		return []byte(num), true
 	}
-	for _, lit := range [...][2]string{{"True", "true"}, {"False", "false"}, {"None", "null"}} {
+	// JSON's literals are the same values written in another language's
+	// form: models that write JSON arguments write them so.
+	for _, lit := range [...][2]string{{"True", "true"}, {"False", "false"}, {"None", "null"}, {"true", "true"}, {"false", "false"}, {"null", "null"}} {
 		if rest, ok := strings.CutPrefix(p.t[p.i:], lit[0]); ok && (rest == "" || !isNameByte(rest[0])) {
 			p.i += len(lit[0])
 			return []byte(lit[1]), true

@@ -42,8 +42,19 @@ type TextCall struct {
 	Start, End int
 	// Format names the written form: "hermes", "qwen3-coder-xml",
 	// "function-tag", "glm", "mistral", "llama3-json", "json-list",
-	// "pythonic", "deepseek", "fenced-json" or "react".
+	// "pythonic", "deepseek", "harmony", "kimi-k2", "fenced-json" or
+	// "react".
 	Format string
+	// Unread is set for a call behind an explicit marker that names a tool
+	// but whose arguments cannot be read (cut off, not an object, not
+	// JSON): Arguments is then the text written, as a JSON string. The
+	// call is invalid as it stands, and is re-asked; converting the other
+	// calls of its text and leaving it as text would split one answer.
+	Unread bool
+	// InProse is set for an unmarked call (a pythonic list, a JSON call
+	// object or list) that stands on lines of its own between prose, rather
+	// than being the whole content: read only with TextFormats.BareJSON.
+	InProse bool
 }
 
 const (
@@ -73,11 +84,11 @@ func TextCalls(text string, declared []string, f TextFormats) []TextCall {
 	if from >= len(text) {
 		return nil
 	}
-	w := walker{text: text, i: from, open: -1, markers: f.Marked, keep: f.ReAct}
+	w := walker{text: text, i: from, open: -1, markers: f.Marked, keep: f.ReAct || f.BareJSON}
 	if !w.anyStart(f) {
 		return nil
 	}
-	s := &textScan{text: text, declared: declared, marked: true, quota: f.Quota}
+	s := &textScan{text: text, declared: declared, marked: true, quota: f.Quota, lead: skipSpace(text, from)}
 	prev := from
 	for {
 		i, m := w.next()
@@ -87,12 +98,15 @@ func TextCalls(text string, declared []string, f TextFormats) []TextCall {
 		if framedAsExample(text[prev:i]) {
 			return nil
 		}
+		n := len(s.calls)
 		end, ok := m.read(s, i)
 		if !ok {
 			return nil
 		}
-		end = skipEndToken(text, end)
-		s.calls[len(s.calls)-1].End = end
+		if len(s.calls) > n && s.calls[len(s.calls)-1].End == end {
+			end = skipEndToken(text, end)
+			s.calls[len(s.calls)-1].End = end
+		}
 		w.i, prev = end, end
 	}
 	s.marked = false
@@ -114,6 +128,11 @@ func TextCalls(text string, declared []string, f TextFormats) []TextCall {
 			return s.calls
 		}
 		return nil
+	}
+	if f.BareJSON {
+		if _, r := s.inProse(from, w.quoted); r == proseFound {
+			return s.calls
+		}
 	}
 	if f.ReAct {
 		switch s.react(from, w.quoted) {
@@ -143,21 +162,34 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 	if from >= n {
 		return n
 	}
-	w := walker{text: text, i: from, open: -1, markers: f.Marked, keep: f.ReAct}
+	c := skipSpace(text, from)
+	w := walker{text: text, i: from, open: -1, markers: f.Marked, keep: f.ReAct || f.BareJSON}
 	if !w.anyStart(f) {
+		if f.Marked && c < n && glmLeadMayCall(text[c:], declared) {
+			return c
+		}
 		return n
 	}
 	hold := n
 	if i, m := w.next(); i >= 0 {
-		hold = i
+		hold = markerHold(text, from, i, m, declared)
 		if !readable(&w, declared, from, i, m, f.Quota) {
 			return n // a call that TextCalls refuses, and with it the text
 		}
-	} else if f.Marked || f.BareJSON {
+	}
+	if f.Marked || f.BareJSON {
 		hold = min(hold, w.partialMarker(f.Marked, f.BareJSON))
 	}
-	c := skipSpace(text, from)
-	if c < n && (f.BareJSON && text[c] == '{' || (f.BareJSON || f.Marked) && text[c] == '[') && couldBeWhole(text[c:], f) {
+	if f.Marked && c < n && glmLeadMayCall(text[c:], declared) {
+		hold = min(hold, c)
+	}
+	if f.BareJSON && hold == n {
+		s := textScan{text: text, declared: declared, quota: f.Quota}
+		if at, r := s.inProse(from, w.quoted); r == proseFound || r == proseMaybe {
+			hold = min(hold, at)
+		}
+	}
+	if c < n && (f.BareJSON && text[c] == '{' || (f.BareJSON || f.Marked) && text[c] == '[') && couldBeWhole(text[c:], f, true) {
 		hold = min(hold, c)
 	}
 	if f.BareJSON && w.fences == 1 && w.i == n && fenceMayCall(text, from, w.lastFence, w.lastClosed) {
@@ -177,7 +209,7 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 // they are closed, and reports false when one of them is certain to be
 // refused: then TextCalls refuses the whole text.
 func readable(w *walker, declared []string, prev, i int, m *textMarker, q *Quota) bool {
-	s := textScan{text: w.text, declared: declared, marked: true, quota: q}
+	s := textScan{text: w.text, declared: declared, marked: true, quota: q, lead: skipSpace(w.text, prev)}
 	for ; i >= 0; i, m = w.next() {
 		if framedAsExample(w.text[prev:i]) {
 			return false
@@ -187,7 +219,7 @@ func readable(w *walker, declared []string, prev, i int, m *textMarker, q *Quota
 		}
 		end, ok := m.read(&s, i)
 		if !ok {
-			return false
+			return openAtEnd(w.text, i, m) // cut off, or certain to be refused
 		}
 		w.i, prev = end, end
 	}
@@ -241,6 +273,8 @@ type textScan struct {
 	// names need not be declared (see TextCall.Name).
 	marked bool
 	quota  *Quota
+	// lead is where the content starts, after reasoning and space.
+	lead int
 }
 
 // found is one call read from text, before its name is mapped.
@@ -248,6 +282,11 @@ type found struct {
 	name       string
 	args       []byte
 	start, end int
+	// unread is set for a call that cannot be read (see TextCall.Unread).
+	unread bool
+	// prose is set for an unmarked call on lines of its own in prose (see
+	// TextCall.InProse).
+	prose bool
 }
 
 // add maps each call's name to a declared tool and records it; a marked
@@ -276,7 +315,7 @@ func (s *textScan) add(start, end int, format string, calls ...found) bool {
 		if k < len(calls)-1 {
 			ce = calls[k+1].start
 		}
-		s.calls = append(s.calls, TextCall{Name: name, Arguments: c.args, Start: cs, End: ce, Format: format})
+		s.calls = append(s.calls, TextCall{Name: name, Arguments: c.args, Start: cs, End: ce, Format: format, Unread: c.unread, InProse: c.prose})
 	}
 	return true
 }

@@ -182,14 +182,21 @@ var textCallCases = []textCallCase{
 	{name: "hermes-in-inline-code", give: "Write `<tool_call>{\"name\": \"search\", \"arguments\": {}}</tool_call>` to call a tool."},
 	{name: "hermes-in-code-block", give: "A call is written so:\n```\n<tool_call>{\"name\": \"search\", \"arguments\": {}}</tool_call>\n```\n"},
 	{name: "hermes-introduced-as-example", give: "For example:\n<tool_call>{\"name\": \"search\", \"arguments\": {\"query\": \"go\"}}</tool_call>"},
-	{name: "hermes-truncated-arguments", give: `<tool_call>{"name": "search", "arguments": {"query": "go"</tool_call>`},
+	// A closed block that names a tool but cannot be read is a call the
+	// ladder re-asks, never text.
+	{name: "hermes-truncated-arguments", give: `<tool_call>{"name": "search", "arguments": {"query": "go"</tool_call>`,
+		want: []wantTextCall{{"search", `"{\"name\": \"search\", \"arguments\": {\"query\": \"go\""`, "hermes unread"}}},
 	{name: "hermes-unclosed-truncated", give: `<tool_call>{"name": "search", "arguments": {"query": "go`, held: true},
-	{name: "hermes-prose-after-json", give: `<tool_call>{"name": "search", "arguments": {"query": "go"}} and more</tool_call>`},
-	{name: "hermes-extra-key", give: `<tool_call>{"name": "search", "arguments": {}, "reason": "because"}</tool_call>`},
-	{name: "hermes-arguments-array", give: `<tool_call>{"name": "search", "arguments": [1]}</tool_call>`},
+	{name: "hermes-prose-after-json", give: `<tool_call>{"name": "search", "arguments": {"query": "go"}} and more</tool_call>`,
+		want: []wantTextCall{{"search", `"{\"name\": \"search\", \"arguments\": {\"query\": \"go\"}} and more"`, "hermes unread"}}},
+	{name: "hermes-extra-key", give: `<tool_call>{"name": "search", "arguments": {}, "reason": "because"}</tool_call>`,
+		want: []wantTextCall{{"search", `"{\"name\": \"search\", \"arguments\": {}, \"reason\": \"because\"}"`, "hermes unread"}}},
+	{name: "hermes-arguments-array", give: `<tool_call>{"name": "search", "arguments": [1]}</tool_call>`,
+		want: []wantTextCall{{"search", `"{\"name\": \"search\", \"arguments\": [1]}"`, "hermes unread"}}},
 	{name: "glm-prose-name", give: "<tool_call>I will now search the web</tool_call>"},
 	{name: "glm-duplicate-key", give: "<tool_call>search<arg_key>q</arg_key><arg_value>a</arg_value><arg_key>q</arg_key><arg_value>b</arg_value></tool_call>"},
-	{name: "qwen3-coder-unclosed-parameter", give: "<tool_call>\n<function=search>\n<parameter=query>\ngo\n</function>\n</tool_call>"},
+	{name: "qwen3-coder-unclosed-parameter", give: "<tool_call>\n<function=search>\n<parameter=query>\ngo\n</function>\n</tool_call>",
+		want: []wantTextCall{{"search", `{"query":"go"}`, "qwen3-coder-xml"}}},
 	{name: "mistral-broken-list", give: `[TOOL_CALLS][{"name": "search", "arguments": {"query": "go"}`, held: true},
 	{name: "pythonic-positional", give: `[get_weather("Paris")]`, held: true},
 	{name: "pythonic-expression", give: `[get_weather(city=home.city)]`, held: true},
@@ -233,7 +240,14 @@ func TestTextCalls(t *testing.T) {
 			calls := TextCalls(tt.give, declared, f)
 			var got []wantTextCall
 			for _, c := range calls {
-				got = append(got, wantTextCall{c.Name, string(c.Arguments), c.Format})
+				format := c.Format
+				if c.Unread {
+					format += " unread"
+				}
+				if c.InProse {
+					format += " prose"
+				}
+				got = append(got, wantTextCall{c.Name, string(c.Arguments), format})
 			}
 			if diff := cmp.Diff(got, tt.want, cmp.AllowUnexported(wantTextCall{})); diff != "" {
 				t.Fatalf("TextCalls(%q) (-got +want):\n%s", tt.give, diff)
@@ -314,15 +328,7 @@ func checkTextCalls(t *testing.T, text string, declared []string, calls []TextCa
 var marked = map[string]bool{
 	"hermes": true, "qwen3-coder-xml": true, "function-tag": true, "glm": true, "mistral": true,
 	"llama3-json": true, "json-list": true, "pythonic": true, "deepseek": true,
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	"harmony": true, "kimi-k2": true,
 }
 
 func TestTextCallsLimits(t *testing.T) {

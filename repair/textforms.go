@@ -20,6 +20,11 @@ func (s *textScan) toolCallTag(i int) (int, bool) {
 	switch {
 	case strings.HasPrefix(t, "{"):
 		c, ok := s.readEnvelope(t, true)
+		if !ok && strings.HasSuffix(s.text[:end], "</tool_call>") {
+			// A closed block: the model plainly made a call, and wrote it
+			// so that it cannot be read.
+			c, ok = s.unreadEnvelope(t)
+		}
 		return end, ok && s.add(i, end, "hermes", c)
 	case strings.HasPrefix(t, "<function="):
 		c, format, ok := s.readFunction(strings.TrimSuffix(t, "</function>"))
@@ -66,12 +71,66 @@ func (s *textScan) readFunction(t string) (found, string, bool) {
 		if key, body, ok = between(body, "<parameter=", ">"); !ok {
 			return found{}, "", false
 		}
-		if value, body, ok = cutTag(body, "</parameter>"); !ok || !o.add(key, value) {
+		if value, body, ok = parameterValue(body); !ok || !o.add(key, value) {
 			return found{}, "", false
 		}
 		body = strings.TrimSpace(body)
 	}
 	return found{name: name, args: o.close()}, "qwen3-coder-xml", validName(name)
+}
+
+// parameterValue reads a Qwen3-Coder parameter's value up to its
+// </parameter>, or, when the model left it out, up to the next
+// <parameter= or the end of the function: where the value ends is then
+// still certain. When the lines of the value are indented (the model laid
+// the tags out indented), the indentation they share is the layout's, and
+// goes, as does the closing tag's.
+func parameterValue(body string) (string, string, bool) {
+	value, rest, ok := cutTag(body, "</parameter>")
+	if next := strings.Index(body, "<parameter="); next >= 0 && (!ok || next < len(value)) {
+		value, rest, ok = body[:next], body[next:], true
+	}
+	if !ok {
+		value, rest = body, ""
+	}
+	return dedent(value), rest, true
+}
+
+// dedent removes the layout of a value written on lines of its own
+// between indented tags: the indentation of the closing tag, and the
+// indentation that every line of the value shares. A value between tags
+// that are not indented keeps its indentation: it is the value's.
+func dedent(v string) string {
+	if !strings.HasPrefix(v, "\n") && !strings.HasPrefix(v, "\r\n") {
+		return v
+	}
+	trimmed := strings.TrimRight(v, " \t")
+	if len(trimmed) == len(v) || !strings.HasSuffix(trimmed, "\n") {
+		return v
+	}
+	v = trimmed
+	lines := strings.Split(v, "\n")
+	common := -1
+	for _, l := range lines[1:] {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		n := len(l) - len(strings.TrimLeft(l, " \t"))
+		if common < 0 || n < common {
+			common = n
+		}
+	}
+	if common <= 0 {
+		return v
+	}
+	for k := 1; k < len(lines); k++ {
+		if len(lines[k]) >= common {
+			lines[k] = lines[k][common:]
+		} else {
+			lines[k] = strings.TrimLeft(lines[k], " \t")
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // readGLM reads GLM's "name <arg_key>k</arg_key><arg_value>v</arg_value>...".
@@ -228,6 +287,9 @@ func (s *textScan) callList(i, j int, format string) (int, bool) {
 	calls := make([]found, len(elems))
 	for k, e := range elems {
 		c, ok := s.readEnvelope(s.text[e.start:e.end], format != "json-list")
+		if !ok && format != "json-list" {
+			c, ok = s.unreadEnvelope(s.text[e.start:e.end])
+		}
 		if !ok {
 			return 0, false
 		}
@@ -285,61 +347,118 @@ func (s *textScan) pythonicList(c int) bool {
 // deepSeek reads DeepSeek's tool-call tokens: V3 and R1 write
 // "function<sep>name" and a fenced JSON object, V3.1 "name<sep>{...}".
 func (s *textScan) deepSeek(i int) (int, bool) {
+	return s.tokenCalls(i, callTokens{dsCallsBegin, dsCallsEnd, dsCallBegin, dsCallEnd, "deepseek"}, func(body string) (found, bool) {
+		pre, post, ok := strings.Cut(body, dsSep)
+		if !ok {
+			return found{}, false
+		}
+		name, obj := strings.TrimSpace(pre), strings.TrimSpace(post)
+		if name == "function" {
+			// V3 and R1: the name on the line after the separator.
+			name, obj, _ = strings.Cut(obj, "\n")
+			name = strings.TrimSpace(name)
+		}
+		return s.tokenCall(name, obj)
+	})
+}
+
+// callTokens are the tokens of a model's calls: an optional section
+// around calls that each have their own begin and end tokens.
+type callTokens struct {
+	sectionBegin, sectionEnd, begin, end string
+	format                               string
+}
+
+// tokenCalls reads calls written between tokens, from i: in a section or
+// not. call reads what one call's tokens hold.
+func (s *textScan) tokenCalls(i int, tok callTokens, call func(body string) (found, bool)) (int, bool) {
 	t := s.text
 	k := i
-	outer := strings.HasPrefix(t[k:], dsCallsBegin)
+	outer := strings.HasPrefix(t[k:], tok.sectionBegin)
 	if outer {
-		k += len(dsCallsBegin)
+		k += len(tok.sectionBegin)
 	}
 	var calls []found
 	for len(calls) <= maxTextCalls {
 		k = skipSpace(t, k)
-		if !strings.HasPrefix(t[k:], dsCallBegin) {
+		if !strings.HasPrefix(t[k:], tok.begin) {
 			break
 		}
-		body, rest, ok := between(t[k:], dsCallBegin, dsCallEnd)
+		body, rest, ok := between(t[k:], tok.begin, tok.end)
 		if !ok {
 			return 0, false
 		}
-		pre, post, ok := strings.Cut(body, dsSep)
+		c, ok := call(body)
 		if !ok {
 			return 0, false
 		}
-		c := found{start: k}
-		post = strings.TrimSpace(post)
-		switch {
-		case strings.HasPrefix(post, "{"):
-			c.name = pre
-			c.args, ok = s.readObject(post)
-		case strings.TrimSpace(pre) == "function":
-			var obj string
-			c.name, obj, _ = strings.Cut(post, "\n")
-			if obj, ok = strings.CutPrefix(strings.TrimSpace(obj), "```json"); ok {
-				obj, ok = strings.CutSuffix(strings.TrimSpace(obj), "```")
-			}
-			if ok {
-				c.args, ok = s.readObject(obj)
-			}
-		default:
-			ok = false
-		}
-		if !ok || !validName(c.name) {
-			return 0, false
-		}
-		k = len(t) - len(rest)
+		c.start, k = k, len(t)-len(rest)
 		c.end = k
 		calls = append(calls, c)
 	}
 	end := k
 	if outer {
 		switch {
-		case strings.HasPrefix(t[k:], dsCallsEnd):
-			end = k + len(dsCallsEnd)
+		case strings.HasPrefix(t[k:], tok.sectionEnd):
+			end = k + len(tok.sectionEnd)
 		case strings.TrimSpace(trimEndToken(t[k:])) != "":
 			return 0, false // left open, and not at the end of the text
 		}
 	}
-	return end, s.add(i, end, "deepseek", calls...)
+	return end, s.add(i, end, tok.format, calls...)
+}
+
+// tokenCall is the call of the tool name with the arguments written as
+// obj (a JSON object, fenced or not); a call whose arguments cannot be
+// read is kept as unread.
+func (s *textScan) tokenCall(name, obj string) (found, bool) {
+	if !validName(name) {
+		return found{}, false
+	}
+	if inner, plain := codeBlock(obj); plain {
+		if args, ok := s.readObject(inner); ok {
+			return found{name: name, args: args}, true
+		}
+	}
+	return s.unread(name, strings.TrimSpace(obj)), true
+}
+
+// codeBlock returns what a code block holds, when t is one (with no info
+// string, or "json"), or t.
+func codeBlock(t string) (string, bool) {
+	t = strings.TrimSpace(t)
+	rest, ok := strings.CutPrefix(t, "```")
+	if !ok {
+		return t, true
+	}
+	info, body, ok := strings.Cut(rest, "\n")
+	if !ok {
+		return "", false
+	}
+	if i := strings.ToLower(strings.TrimSpace(info)); i != "" && i != "json" {
+		return "", false
+	}
+	body, ok = strings.CutSuffix(strings.TrimSpace(body), "```")
+	return body, ok
+}
+
+// unreadEnvelope is a call object behind an explicit marker that cannot be
+// read as a call, but whose name can: a call the model plainly made. It is
+// kept as a call that the ladder re-asks, with the object as written, so
+// that a list holding it is never converted in part.
+func (s *textScan) unreadEnvelope(t string) (found, bool) {
+	name := gjson.Get(t, "name")
+	if name.Type != gjson.String || !validName(name.Str) {
+		return found{}, false
+	}
+	return s.unread(name.Str, t), true
+}
+
+// unread is a call of the tool name whose arguments, written as raw,
+// cannot be read.
+func (s *textScan) unread(name, raw string) found {
+	args, _ := encode(raw)
+	return found{name: name, args: args, unread: true}
 }
 
 // bareJSON reads a JSON call object, objects separated by semicolons, or
@@ -447,6 +566,14 @@ func (s *textScan) readEnvelope(t string, argsOptional bool) (found, bool) {
 		c.args = []byte(args.Raw)
 	case args.Type == gjson.String:
 		c.args, ok = s.readObject(args.Str)
+		if !ok && s.marked {
+			// A marked call whose arguments are a plain string: plainly a
+			// call; the ladder reads the string as it reads any value
+			// given for the arguments (a bare value, or a re-ask).
+			var err error
+			c.args, err = encode(args.Str)
+			ok = err == nil
+		}
 	}
 	return c, ok && c.args != nil
 }

@@ -41,6 +41,11 @@ var textMarkers = []textMarker{
 	}},
 	{dsCallsBegin, dsCallsEnd, (*textScan).deepSeek},
 	{dsCallBegin, dsCallEnd, (*textScan).deepSeek},
+	{hStart, hCall, (*textScan).harmony},
+	{hChannel, hCall, (*textScan).harmony},
+	{kSectionBegin, kSectionEnd, (*textScan).kimi},
+	{kCallBegin, kCallEnd, (*textScan).kimi},
+	{glmArgKey, "", (*textScan).glmBare},
 }
 
 // maxMarker is the length of the longest marker, in bytes.
@@ -187,8 +192,8 @@ func isQuoted(quoted []span, i int) bool {
 
 // couldBeWhole reports whether t, which starts with "{" or "[", may still
 // become a call list or object that is the whole content: it is not yet
-// closed, or nothing but space follows its closing bracket.
-func couldBeWhole(t string, f TextFormats) bool {
+// closed, or (when whole) nothing but space follows its closing bracket.
+func couldBeWhole(t string, f TextFormats, whole bool) bool {
 	k := skipSpace(t, 1)
 	if k == len(t) {
 		return true
@@ -238,7 +243,7 @@ func couldBeWhole(t string, f TextFormats) bool {
 		case '}', ']', ')':
 			depth--
 			if depth == 0 {
-				return strings.TrimSpace(t[k+1:]) == ""
+				return whole && strings.TrimSpace(t[k+1:]) == ""
 			}
 		}
 	}

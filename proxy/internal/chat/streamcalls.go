@@ -76,6 +76,7 @@ type partialCall struct {
 	nonString string
 	sawNull   bool
 	edits     []repair.Edit // made before the ladder saw it (read from text)
+	unread    string        // why a call read from text is invalid as it stands (ladder.Sent.Unread)
 	call      *ladder.Call  // set once released
 	released  bool
 	// synthesize: the call cannot go out as its events (see streamChoice).
@@ -228,7 +229,7 @@ func (p *partialCall) sent() ladder.Sent {
 	case p.sawNull && len(p.args) == 0:
 		args = "null"
 	}
-	return ladder.Sent{ID: p.id, Name: p.name, Args: args, Edits: p.edits}
+	return ladder.Sent{ID: p.id, Name: p.name, Args: args, Edits: p.edits, Unread: p.unread}
 }
 
 // releaseReady releases early, in order, the calls before the one now

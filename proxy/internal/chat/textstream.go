@@ -122,7 +122,7 @@ func (r *stream) settleText(sc *streamChoice) bool {
 	sc.emitted = len(sc.content)
 	sc.converted = true
 	for i, s := range found.Sent {
-		p := &partialCall{index: int64(i), id: s.ID, name: s.Name, args: []byte(gjson.Parse(s.Args).Str), edits: s.Edits, synthesize: true}
+		p := &partialCall{index: int64(i), id: s.ID, name: s.Name, args: []byte(gjson.Parse(s.Args).Str), edits: s.Edits, unread: s.Unread, synthesize: true}
 		sc.partials[int64(i)] = p
 		sc.order = append(sc.order, int64(i))
 	}

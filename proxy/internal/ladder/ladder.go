@@ -104,6 +104,10 @@ type Sent struct {
 	// Edits were made before the ladder saw the call (reading it from
 	// text): they come first in the call's edits.
 	Edits []repair.Edit
+	// Unread, if set, says why the call's arguments could not be read (a
+	// call written as text, see repair.TextCall.Unread): the call is
+	// invalid as it stands, with this error, whatever Args holds.
+	Unread string
 }
 
 // Call is one tool call and what the ladder made of it.
@@ -232,6 +236,12 @@ func (x *Exchange) Check(s Sent, attempt int, mend, cutOff bool) *Call {
 		}
 		c.Errs = []validate.Error{{Keyword: "tool", Message: fmt.Sprintf("tool %q is not declared; the declared tools are: %s%s",
 			wire.Clip(c.Name, 64), wire.Clip(strings.Join(names, ", "), 1000), more)}}
+		return c
+	}
+	if s.Unread != "" {
+		c.Args = []byte(gjson.Parse(s.Args).String())
+		c.Edits = append(c.Edits, s.Edits...)
+		c.Errs = []validate.Error{{Keyword: "syntax", Message: s.Unread}}
 		return c
 	}
 	rules := x.rulesOf(c)

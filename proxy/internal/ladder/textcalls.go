@@ -55,6 +55,12 @@ func (x *Exchange) ReadTextCalls(content string, turn int) TextCallsFound {
 			Args:  wire.Quote(string(tc.Arguments)),
 			Edits: []repair.Edit{{Kind: repair.KindTextCall, Before: wire.Clip(written, 200), After: tc.Name}},
 		}
+		if tc.Unread {
+			// The arguments are the text written, a JSON string: the call
+			// as it stands is invalid, and is re-asked.
+			sent[i].Args = string(tc.Arguments)
+			sent[i].Unread = "the call was written as text, and its arguments could not be read as one JSON object; call the tool again with its arguments as a JSON object"
+		}
 	}
 	return TextCallsFound{Sent: sent, Rest: repair.TextContent(content, found), Start: found[0].Start, End: found[len(found)-1].End}
 }
@@ -64,7 +70,7 @@ func textGroup(tc repair.TextCall, written string) policy.TextCalls {
 	switch {
 	case tc.Format == "react":
 		return policy.TextCallsAll
-	case tc.Format == "fenced-json", tc.Format == "json-list",
+	case tc.InProse, tc.Format == "fenced-json", tc.Format == "json-list",
 		tc.Format == "llama3-json" && !strings.HasPrefix(strings.TrimSpace(written), "<|python_tag|>"):
 		return policy.TextCallsJSON
 	}
