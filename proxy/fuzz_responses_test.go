@@ -39,6 +39,8 @@ func responsesSeeds() []string {
 		{Text: "ok", Calls: []fake.Call{click("c1", `{"Selector":"#a"}`), click("c2", `{}`)}},
 		{Text: "just text"},
 		{Calls: []fake.Call{{ID: "c1", Name: "type", Args: `{}`}}},
+		{Text: "Clicking.\n<tool_call>{\"name\": \"click\", \"arguments\": {\"selector\": \"#a\"}}</tool_call>"},
+		{Text: "<tool_call>{\"name\": \"click\", \"arguments\": {\"selector\": }</tool_call>"},
 	} {
 		evs := fake.Responses.Events(r, 5)
 		out = append(out, strings.Join(evs, ""))

@@ -336,6 +336,7 @@ func TestResponsesStreamBreaksOff(t *testing.T) {
 // responseStream is what a client reads from a Responses stream.
 type responseStream struct {
 	calls     []string // "call_id name arguments", from output_item.done
+	text      string   // the output_text deltas, joined
 	completed gjson.Result
 	comment   string
 	errCode   string
@@ -396,6 +397,10 @@ func readResponseStream(t *testing.T, body []byte) responseStream {
 			if i := int(e.Get("output_index").Int()); i >= len(output) {
 				t.Fatalf("%s at output_index %d, never added", typ, i)
 			}
+			if typ == "response.output_text.delta" {
+				s.text += e.Get("delta").Str
+			}
+
 		case "response.completed":
 			s.completed = e.Get("response")
 			var got []string

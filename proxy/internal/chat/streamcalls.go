@@ -56,7 +56,7 @@ type streamChoice struct {
 	holding   bool
 	holdSince time.Time
 	converted bool // calls were read from the content
-	holdWork  int  // bytes read deciding holds (maxTextHoldWork)
+	holdWork  int  // bytes read deciding holds (wire.MaxTextHoldWork)
 }
 
 type heldEvent struct {

@@ -15,21 +15,8 @@ import (
 // may be the start of a call: from a recognised marker (or a leading { or
 // [ when bare calls are read), it is held, and released as text the moment
 // it cannot be one (ladder.Exchange.TextCallHold). What is held is bounded
-// in bytes (maxTextHold) and in time (maxTextHoldTime, checked as events
-// arrive): past either, it goes out as text. At the choice's end, the
-// whole content is read for calls; those found go out as real calls.
-const (
-	maxTextHold     = 16 << 10
-	maxTextHoldTime = 10 * time.Second
-	// maxTextScanned bounds the content read for holds: past it, a choice's
-	// content passes as it comes.
-	maxTextScanned = 256 << 10
-	// maxTextHoldWork bounds the bytes read for holds over all of a
-	// choice's events: each event's hold is decided on the content so far,
-	// and a stream of a million one-byte events would otherwise read its
-	// content a million times. Past it, the content passes as it comes.
-	maxTextHoldWork = 1 << 20
-)
+// (wire.MaxTextHold and the rest). At the choice's end, the whole content
+// is read for calls; those found go out as real calls.
 
 // textHold updates what of a choice's content may go to the client, writes
 // the text released, and reports whether the content of the event being
@@ -38,7 +25,7 @@ const (
 func (r *stream) textHold(sc *streamChoice) bool {
 	content := sc.content
 	sc.holdWork += len(content)
-	if len(sc.order) > 0 || len(content) > maxTextScanned || sc.holdWork > maxTextHoldWork {
+	if len(sc.order) > 0 || len(content) > wire.MaxTextScanned || sc.holdWork > wire.MaxTextHoldWork {
 		// Real calls, or too much text to read: the text passes.
 		return r.releaseText(sc)
 	}
@@ -56,7 +43,7 @@ func (r *stream) textHold(sc *streamChoice) bool {
 	if !sc.holding {
 		sc.holding, sc.holdSince = true, time.Now()
 	}
-	if len(content)-hold > maxTextHold || time.Since(sc.holdSince) > maxTextHoldTime {
+	if len(content)-hold > wire.MaxTextHold || time.Since(sc.holdSince) > wire.MaxTextHoldTime {
 		return r.releaseText(sc)
 	}
 	r.writeText(sc, string(content[sc.emitted:hold]))
@@ -95,7 +82,7 @@ func (r *stream) writeText(sc *streamChoice, text string) {
 // if there are any, makes them the choice's calls and settles them; the
 // text around them goes out as content. It reports whether it did.
 func (r *stream) settleText(sc *streamChoice) bool {
-	if !sc.sawContent || len(sc.content) > maxTextScanned {
+	if !sc.sawContent || len(sc.content) > wire.MaxTextScanned {
 		r.releaseText(sc)
 		return false
 	}

@@ -77,14 +77,21 @@ func textGroup(tc repair.TextCall, written string) policy.TextCalls {
 	return policy.TextCallsMarked
 }
 
+// ReadsTextCalls reports whether the rules convert any call written as
+// text: when not, text passes untouched.
+func (x *Exchange) ReadsTextCalls() bool {
+	global := x.Policy.Rules("")
+	return global.Mode.Repairs() && global.TextCalls != policy.TextCallsOff && x.Tools.Len() > 0
+}
+
 // TextCallHold is how much of a streamed content, from its start, may go
 // to the client now: the rest may be the start of a call written as text
 // (repair.TextCallHold). All of it when the rules convert none.
 func (x *Exchange) TextCallHold(content string) int {
-	global := x.Policy.Rules("")
-	if !global.Mode.Repairs() || global.TextCalls == policy.TextCallsOff || x.Tools.Len() == 0 {
+	if !x.ReadsTextCalls() {
 		return len(content)
 	}
+	global := x.Policy.Rules("")
 	f := repair.TextFormats{Marked: global.TextCalls.Marked(), BareJSON: global.TextCalls.BareJSON(), ReAct: global.TextCalls.ReAct(), Quota: x.quota()}
 	return repair.TextCallHold(content, x.Tools.Names, f)
 }

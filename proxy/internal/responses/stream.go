@@ -43,7 +43,13 @@ type stream struct {
 	// and released.
 	output   *ladder.Tool
 	messages []*heldCall
-	out      *bytes.Buffer
+	// msg is the message whose text is read for calls written as text
+	// (see textcalls.go); textOff is set once none is read any more, and
+	// textCalls once calls were read from it.
+	msg       *textMsg
+	textOff   bool
+	textCalls bool
+	out       *bytes.Buffer
 	wire.Ending
 
 	seq      int64           // the next sequence_number the client sees
@@ -168,17 +174,28 @@ func (r *stream) handle(ev []byte) {
 		return
 	case "response.failed", "error":
 		// The upstream's own failure ends the stream: it goes on as it
-		// is, and the calls held with it are dropped.
+		// is, and the calls held with it are dropped; text held goes
+		// before it, as it came.
+		r.stopText()
+		if r.Done {
+			return
+		}
 		r.emit(ev, e, -1)
 		r.finished = true
 		return
 	case "response.output_item.added":
 		if e.Get("item.type").Str == "function_call" {
-			r.addCall(ev, e)
+			r.stopText() // a real call: the text is no call
+			if !r.Done {
+				r.addCall(ev, e)
+			}
 			return
 		}
 		if r.output != nil && e.Get("item.type").Str == "message" {
 			r.addMessage(ev, e)
+			return
+		}
+		if e.Get("item.type").Str == "message" && r.readsText() && r.addTextMessage(ev, e) {
 			return
 		}
 	}
@@ -201,6 +218,10 @@ func (r *stream) handle(ev []byte) {
 	}
 	if hc := r.calls[idx]; hc != nil && !hc.released {
 		r.holdEvent(hc, ev, e)
+		return
+	}
+	if m := r.msg; m != nil && !m.passing && m.hc.index == idx {
+		r.textEvent(ev, e)
 		return
 	}
 	if r.output != nil && (strings.HasPrefix(typ, "response.output_text.") || strings.HasPrefix(typ, "response.content_part.")) {
@@ -429,6 +450,12 @@ func (r *stream) releaseHeld(hc *heldCall) {
 func (r *stream) finish(ev []byte, e gjson.Result) {
 	x := r.X
 	resp := e.Get("response")
+	if len(r.order) > 0 || !r.settleTextCalls(resp) {
+		r.stopText()
+	}
+	if r.Done {
+		return
+	}
 	var calls []*ladder.Call
 	released := map[*ladder.Call]bool{}
 	var waiting []*heldCall
@@ -604,7 +631,7 @@ func (r *stream) settle(calls []*ladder.Call, released map[*ladder.Call]bool, wa
 		}
 	}
 	for _, c := range t.Calls {
-		if c.Attempt > 0 && out[c] {
+		if (c.Attempt > 0 || r.textCalls) && out[c] {
 			r.releaseCall(c, -1)
 			if r.Done {
 				return
