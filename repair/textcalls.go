@@ -42,8 +42,8 @@ type TextCall struct {
 	Start, End int
 	// Format names the written form: "hermes", "qwen3-coder-xml",
 	// "function-tag", "glm", "mistral", "llama3-json", "json-list",
-	// "pythonic", "deepseek", "harmony", "kimi-k2", "fenced-json" or
-	// "react".
+	// "pythonic", "deepseek", "harmony", "kimi-k2", "granite", "hunyuan",
+	// "fenced-json" or "react".
 	Format string
 	// Unread is set for a call behind an explicit marker that names a tool
 	// but whose arguments cannot be read (cut off, not an object, not

@@ -328,7 +328,7 @@ func checkTextCalls(t *testing.T, text string, declared []string, calls []TextCa
 var marked = map[string]bool{
 	"hermes": true, "qwen3-coder-xml": true, "function-tag": true, "glm": true, "mistral": true,
 	"llama3-json": true, "json-list": true, "pythonic": true, "deepseek": true,
-	"harmony": true, "kimi-k2": true,
+	"harmony": true, "kimi-k2": true, "granite": true, "hunyuan": true,
 }
 
 func TestTextCallsLimits(t *testing.T) {

@@ -153,6 +153,44 @@ var textCorpus = []textCallCase{
 	{name: "kimi-k2-empty-section", give: kSectionBegin + kSectionEnd},
 	{name: "kimi-k2-example", give: "For example:\n" + kOpen + "functions.search:0" + kArgBegin + `{}` + kClose},
 	{name: "kimi-k2-in-think", give: "<think>" + kOpen + "functions.search:0" + kArgBegin + `{}` + kClose + "</think>No call needed."},
+
+	// Granite 3: a JSON list after <|tool_call|>.
+	{name: "granite", give: `<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]`,
+		want: []wantTextCall{{"get_weather", `{"city": "Paris"}`, "granite"}}},
+	{name: "granite-two", give: `<|tool_call|>[{"name": "get_time", "arguments": {}}, {"name": "click", "arguments": {"selector": "#go"}}]`,
+		want: []wantTextCall{{"get_time", `{}`, "granite"}, {"click", `{"selector": "#go"}`, "granite"}}},
+	{name: "granite-prose-before", give: "Let me check.<|tool_call|>[{\"name\": \"get_time\", \"arguments\": {}}]",
+		want: []wantTextCall{{"get_time", `{}`, "granite"}}, content: "Let me check."},
+	{name: "granite-undeclared", give: `<|tool_call|>[{"name": "launch", "arguments": {}}]`,
+		want: []wantTextCall{{"launch", `{}`, "granite"}}},
+	{name: "granite-string-arguments", give: `<|tool_call|>[{"name": "search", "arguments": "go"}]`,
+		want: []wantTextCall{{"search", `"go"`, "granite"}}},
+	{name: "granite-one-malformed", give: `<|tool_call|>[{"name": "get_time", "arguments": {}}, {"name": "search", "arguments": [1]}]`,
+		want: []wantTextCall{{"get_time", `{}`, "granite"}, {"search", `"{\"name\": \"search\", \"arguments\": [1]}"`, "granite unread"}}},
+	{name: "granite-in-code", give: "Granite writes `<|tool_call|>[{\"name\": \"search\", \"arguments\": {}}]` for calls."},
+	{name: "granite-example", give: "For example: <|tool_call|>[{\"name\": \"search\", \"arguments\": {}}]"},
+	{name: "granite-cut-off", give: `<|tool_call|>[{"name": "search", "arguments": {"query": "go"}`, held: true},
+	{name: "granite-not-a-list", give: `<|tool_call|>{"name": "search", "arguments": {}}`, held: true},
+	{name: "granite-in-think", give: "<think><|tool_call|>[{\"name\": \"search\", \"arguments\": {}}]</think>No call."},
+
+	// Hunyuan: a JSON list in <tool_calls>.
+	{name: "hunyuan", give: `<tool_calls>[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_calls>`,
+		want: []wantTextCall{{"get_weather", `{"city": "Paris"}`, "hunyuan"}}},
+	{name: "hunyuan-newlines", give: "<tool_calls>\n[{\"name\": \"get_time\", \"arguments\": {}}]\n</tool_calls>",
+		want: []wantTextCall{{"get_time", `{}`, "hunyuan"}}},
+	{name: "hunyuan-two", give: `<tool_calls>[{"name": "get_time", "arguments": {}}, {"name": "click", "arguments": {"selector": "#go"}}]</tool_calls>`,
+		want: []wantTextCall{{"get_time", `{}`, "hunyuan"}, {"click", `{"selector": "#go"}`, "hunyuan"}}},
+	{name: "hunyuan-unclosed-at-end", give: `<tool_calls>[{"name": "get_time", "arguments": {}}]`,
+		want: []wantTextCall{{"get_time", `{}`, "hunyuan"}}},
+	{name: "hunyuan-prose-around", give: "Calling.\n<tool_calls>[{\"name\": \"get_time\", \"arguments\": {}}]</tool_calls>\nDone.",
+		want: []wantTextCall{{"get_time", `{}`, "hunyuan"}}, content: "Calling.\nDone."},
+	{name: "hunyuan-one-malformed", give: `<tool_calls>[{"name": "get_time", "arguments": {}}, {"name": "search", "arguments": 5}]</tool_calls>`,
+		want: []wantTextCall{{"get_time", `{}`, "hunyuan"}, {"search", `"{\"name\": \"search\", \"arguments\": 5}"`, "hunyuan unread"}}},
+	{name: "hunyuan-prose-inside", give: `<tool_calls>[{"name": "get_time", "arguments": {}}] and more</tool_calls>`},
+	{name: "hunyuan-in-code-block", give: "```\n<tool_calls>[{\"name\": \"get_time\", \"arguments\": {}}]</tool_calls>\n```"},
+	{name: "hunyuan-example", give: "Such as:\n<tool_calls>[{\"name\": \"get_time\", \"arguments\": {}}]</tool_calls>"},
+	{name: "hunyuan-cut-off", give: `<tool_calls>[{"name": "get_time", "arguments": {`, held: true},
+	{name: "hunyuan-in-think", give: "<think><tool_calls>[{\"name\": \"get_time\", \"arguments\": {}}]</tool_calls></think>No call."},
 }
 
 func init() {
@@ -161,7 +199,7 @@ func init() {
 
 // corpusFamilies are the formats the corpus covers, by the prefix of their
 // cases' names.
-var corpusFamilies = []string{"hermes", "qwen3-coder", "glm", "mistral", "llama3", "pythonic", "deepseek", "harmony", "kimi-k2"}
+var corpusFamilies = []string{"hermes", "qwen3-coder", "glm", "mistral", "llama3", "pythonic", "deepseek", "harmony", "kimi-k2", "granite", "hunyuan"}
 
 // TestTextCallsCorpusSize keeps at least 10 cases per format, positives
 // and negatives both.

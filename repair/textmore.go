@@ -403,3 +403,29 @@ func jsonEnd(t string, i int) (int, error) {
 	}
 	return i + int(d.InputOffset()), nil
 }
+
+// listMarker reads a JSON list of call objects after a marker: Granite
+// 3's "<|tool_call|>[...]", Hunyuan's "<tool_calls>[...]</tool_calls>".
+// closing, when the format has one, must follow the list (or the text
+// ends there).
+func (s *textScan) listMarker(i int, token, closing, format string) (int, bool) {
+	j := skipSpace(s.text, i+len(token))
+	if j >= len(s.text) || s.text[j] != '[' {
+		return 0, false
+	}
+	end, ok := s.callList(i, j, format)
+	if !ok {
+		return 0, false
+	}
+	if closing != "" {
+		k := skipSpace(s.text, end)
+		switch {
+		case strings.HasPrefix(s.text[k:], closing):
+			end = k + len(closing)
+		case strings.TrimSpace(trimEndToken(s.text[k:])) != "":
+			return 0, false // not closed, and not at the end of the text
+		}
+		s.calls[len(s.calls)-1].End = end
+	}
+	return end, true
+}

@@ -46,6 +46,12 @@ var textMarkers = []textMarker{
 	{kSectionBegin, kSectionEnd, (*textScan).kimi},
 	{kCallBegin, kCallEnd, (*textScan).kimi},
 	{glmArgKey, "", (*textScan).glmBare},
+	{"<|tool_call|>", "", func(s *textScan, i int) (int, bool) {
+		return s.listMarker(i, "<|tool_call|>", "", "granite")
+	}},
+	{"<tool_calls>", "</tool_calls>", func(s *textScan, i int) (int, bool) {
+		return s.listMarker(i, "<tool_calls>", "</tool_calls>", "hunyuan")
+	}},
 }
 
 // maxMarker is the length of the longest marker, in bytes.
