@@ -84,7 +84,7 @@ func TextCalls(text string, declared []string, f TextFormats) []TextCall {
 	if from >= len(text) {
 		return nil
 	}
-	w := walker{text: text, i: from, open: -1, markers: f.Marked, keep: f.ReAct || f.BareJSON}
+	w := walker{text: text, i: from, open: -1, markers: f.Marked, keep: f.ReAct || f.BareJSON, lead: skipSpace(text, from)}
 	if !w.anyStart(f) {
 		return nil
 	}
@@ -163,9 +163,9 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 		return n
 	}
 	c := skipSpace(text, from)
-	w := walker{text: text, i: from, open: -1, markers: f.Marked, keep: f.ReAct || f.BareJSON}
+	w := walker{text: text, i: from, open: -1, markers: f.Marked, keep: f.ReAct || f.BareJSON, lead: c}
 	if !w.anyStart(f) {
-		if f.Marked && c < n && glmLeadMayCall(text[c:], declared) {
+		if f.Marked && c < n && (glmLeadMayCall(text[c:], declared) || strings.HasPrefix(functools+"[", text[c:])) {
 			return c
 		}
 		return n
@@ -180,7 +180,7 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 	if f.Marked || f.BareJSON {
 		hold = min(hold, w.partialMarker(f.Marked, f.BareJSON))
 	}
-	if f.Marked && c < n && glmLeadMayCall(text[c:], declared) {
+	if f.Marked && c < n && (glmLeadMayCall(text[c:], declared) || strings.HasPrefix(functools+"[", text[c:])) {
 		hold = min(hold, c)
 	}
 	if f.BareJSON && hold == n {

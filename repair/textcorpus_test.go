@@ -191,6 +191,26 @@ var textCorpus = []textCallCase{
 	{name: "hunyuan-example", give: "Such as:\n<tool_calls>[{\"name\": \"get_time\", \"arguments\": {}}]</tool_calls>"},
 	{name: "hunyuan-cut-off", give: `<tool_calls>[{"name": "get_time", "arguments": {`, held: true},
 	{name: "hunyuan-in-think", give: "<think><tool_calls>[{\"name\": \"get_time\", \"arguments\": {}}]</tool_calls></think>No call."},
+
+	// Phi-4-mini: "functools" and a JSON list, no closing marker; a word,
+	// so read only where the content starts.
+	{name: "phi4", give: `functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]`,
+		want: []wantTextCall{{"get_weather", `{"city": "Paris"}`, "phi4"}}},
+	{name: "phi4-two", give: `functools[{"name": "get_time", "arguments": {}}, {"name": "click", "arguments": {"selector": "#go"}}]`,
+		want: []wantTextCall{{"get_time", `{}`, "phi4"}, {"click", `{"selector": "#go"}`, "phi4"}}},
+	{name: "phi4-leading-space", give: "\n functools[{\"name\": \"get_time\", \"arguments\": {}}]",
+		want: []wantTextCall{{"get_time", `{}`, "phi4"}}},
+	{name: "phi4-text-after", give: "functools[{\"name\": \"get_time\", \"arguments\": {}}]\nDone.",
+		want: []wantTextCall{{"get_time", `{}`, "phi4"}}, content: "Done."},
+	{name: "phi4-undeclared", give: `functools[{"name": "launch", "arguments": {}}]`,
+		want: []wantTextCall{{"launch", `{}`, "phi4"}}},
+	{name: "phi4-one-malformed", give: `functools[{"name": "get_time", "arguments": {}}, {"name": "search", "arguments": [1]}]`,
+		want: []wantTextCall{{"get_time", `{}`, "phi4"}, {"search", `"{\"name\": \"search\", \"arguments\": [1]}"`, "phi4 unread"}}},
+	{name: "phi4-after-prose", give: "Sure, functools[{\"name\": \"get_time\", \"arguments\": {}}]"},
+	{name: "phi4-in-think", give: "<think>functools[{\"name\": \"get_time\", \"arguments\": {}}]</think>No call."},
+	{name: "phi4-cut-off", give: `functools[{"name": "get_time", "arguments": {`, held: true},
+	{name: "phi4-not-a-list", give: `functools{"name": "get_time", "arguments": {}}`},
+	{name: "phi4-word", give: "functools is a module of Python's standard library."},
 }
 
 func init() {
@@ -199,7 +219,7 @@ func init() {
 
 // corpusFamilies are the formats the corpus covers, by the prefix of their
 // cases' names.
-var corpusFamilies = []string{"hermes", "qwen3-coder", "glm", "mistral", "llama3", "pythonic", "deepseek", "harmony", "kimi-k2", "granite", "hunyuan"}
+var corpusFamilies = []string{"hermes", "qwen3-coder", "glm", "mistral", "llama3", "pythonic", "deepseek", "harmony", "kimi-k2", "granite", "hunyuan", "phi4"}
 
 // TestTextCallsCorpusSize keeps at least 10 cases per format, positives
 // and negatives both.

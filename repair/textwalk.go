@@ -88,7 +88,19 @@ type walker struct {
 	// quotedEnd is the end of the last quoted span passed; open is the
 	// start of a quoted span that runs to the end of the text, or -1.
 	quotedEnd, open int
+	// lead is where the content starts, after reasoning and space: the
+	// only place Phi-4's functools marker is read.
+	lead int
 }
+
+// functools is Phi-4-mini's marker: "functools[" and a JSON list of calls,
+// with no closing marker. Being a word, it is read only where the content
+// starts.
+const functools = "functools"
+
+var functoolsMarker = textMarker{functools + "[", "", func(s *textScan, i int) (int, bool) {
+	return s.listMarker(i, functools, "", "phi4")
+}}
 
 // anyStart reports whether the text holds a byte that can start a call in
 // one of the formats: the fast path for plain prose.
@@ -147,6 +159,10 @@ func (w *walker) next() (int, *textMarker) {
 			if m := markerAt(t, i); m != nil {
 				w.i = i
 				return i, m
+			}
+			if k := i - len(functools); t[i] == '[' && k == w.lead && k >= w.quotedEnd && t[k:i] == functools {
+				w.i = k
+				return k, &functoolsMarker
 			}
 		}
 		w.i = i + 1
