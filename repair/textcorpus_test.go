@@ -211,6 +211,14 @@ var textCorpus = []textCallCase{
 	{name: "phi4-cut-off", give: `functools[{"name": "get_time", "arguments": {`, held: true},
 	{name: "phi4-not-a-list", give: `functools{"name": "get_time", "arguments": {}}`},
 	{name: "phi4-word", give: "functools is a module of Python's standard library."},
+
+	// A fenced JSON call: the content's only code block, ending it.
+	{name: "fenced-json-list-of-one", give: "Checking:\n```json\n{\"name\": \"get_time\", \"arguments\": {}}\n```",
+		want: []wantTextCall{{"get_time", `{}`, "fenced-json"}}, content: "Checking:"},
+	{name: "fenced-json-undeclared", give: "```json\n{\"name\": \"launch\", \"arguments\": {}}\n```", held: true},
+	{name: "fenced-json-two-blocks", give: "```json\n{\"name\": \"get_time\", \"arguments\": {}}\n```\nor\n```json\n{\"name\": \"search\", \"arguments\": {}}\n```"},
+	{name: "fenced-json-not-a-call", give: "```json\n{\"city\": \"Paris\"}\n```", held: true},
+	{name: "fenced-json-unclosed", give: "```json\n{\"name\": \"get_time\", \"arguments\": {}}", held: true},
 }
 
 func init() {
@@ -219,7 +227,7 @@ func init() {
 
 // corpusFamilies are the formats the corpus covers, by the prefix of their
 // cases' names.
-var corpusFamilies = []string{"hermes", "qwen3-coder", "glm", "mistral", "llama3", "pythonic", "deepseek", "harmony", "kimi-k2", "granite", "hunyuan", "phi4"}
+var corpusFamilies = []string{"hermes", "qwen3-coder", "glm", "mistral", "llama3", "pythonic", "deepseek", "harmony", "kimi-k2", "granite", "hunyuan", "phi4", "fenced", "react"}
 
 // TestTextCallsCorpusSize keeps at least 10 cases per format, positives
 // and negatives both.
