@@ -102,13 +102,13 @@ var chatFormat = format{
 	},
 }
 
-// messagesFormat is the Anthropic Messages API.
+// messagesFormat is the Anthropic Messages API. Its history is mended
+// without the prefix cache: its tool_use inputs are objects, mended one by
+// one (messages.MendHistory).
 var messagesFormat = format{
-	name:        "messages",
-	path:        messages.Path,
-	read:        messages.Read,
-	// The Messages history is mended without the prefix cache: its
-	// tool_use inputs are objects, mended one by one (messages.MendHistory).
+	name: "messages",
+	path: messages.Path,
+	read: messages.Read,
 	mendHistory: func(body []byte, _ *ladder.HistoryCache, _ uint64) ([]byte, []repair.Edit, error) {
 		return messages.MendHistory(body)
 	},
