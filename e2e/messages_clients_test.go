@@ -5,6 +5,7 @@ import "testing"
 // messagesClients are the clients proven on the Anthropic Messages API,
 // each on the path its documentation leads to.
 var messagesClients = []client{
+	{name: "anthropic-go", run: runAnthropicGo},
 	nodeClient("anthropic-node", "anthropic.mjs"),
 	nodeClient("ai-sdk", "ai-sdk-anthropic.mjs"),
 }
