@@ -8,7 +8,6 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
-	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/repair"
@@ -317,22 +316,16 @@ func (r *stream) settle(sc *streamChoice) {
 	ct := &turn{legacy: sc.legacy, lastContent: content}
 	ct.Turn = ladder.Turn{Index: int(sc.index), Calls: calls, Last: calls, Wire: ct}
 	t := &ct.Turn
-	if err := x.Settle(r.Ctx, []*ladder.Turn{t}, r.Ask); err != nil {
+	invalid, passthrough, failure, err := r.SettleTurn(t)
+	if err != nil {
 		r.Abort, r.Done = err, true
 		return
 	}
 	sc.calls = t.Calls
-	passthrough := false
-	if t.Invalid() {
-		r.failed = true
-		switch x.Failure(t) {
-		case policy.FailPassthrough:
-			passthrough = true
-		case policy.FailDrop:
-		default:
-			r.fail(x.FailureError([]*ladder.Turn{t}, r.Redact), nil)
-			return
-		}
+	r.failed = r.failed || invalid
+	if failure != nil {
+		r.fail(failure, nil)
+		return
 	}
 	if r.releaseAllHeld(sc, t.Calls, released) {
 		return

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // Turn is one answer of the model that holds tool calls: a choice of a chat
@@ -222,6 +223,28 @@ type Session struct {
 	ModelOf func(*Call) string
 	// Redact cleans what the client is told of why re-asking stopped.
 	Redact func(string) string
+}
+
+// SettleTurn settles one turn of a stream (Exchange.Settle) and says what
+// becomes of it: err ends the stream silently (the client left); failure,
+// when the turn stays invalid and the configured failure is an error, is
+// the error that ends the stream; otherwise passthrough says whether its
+// invalid calls go out as sent (FailPassthrough) or are dropped. invalid
+// says the turn stayed invalid.
+func (s *Session) SettleTurn(t *Turn) (invalid, passthrough bool, failure *wire.Error, err error) {
+	if err := s.X.Settle(s.Ctx, []*Turn{t}, s.Ask); err != nil {
+		return false, false, nil, err
+	}
+	if !t.Invalid() {
+		return false, false, nil, nil
+	}
+	switch s.X.Failure(t) {
+	case policy.FailPassthrough:
+		return true, true, nil, nil
+	case policy.FailDrop:
+		return true, false, nil, nil
+	}
+	return true, false, s.X.FailureError([]*Turn{t}, s.Redact), nil
 }
 
 // Kept says which of the calls first, those of the turn's first reply, the

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
-	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
@@ -506,24 +505,17 @@ func (r *stream) sumUsage(data []byte) ([]byte, error) {
 // are re-asked while invalid, and the valid ones go out. It returns how
 // many went out, and false when the stream ended.
 func (r *stream) settle(calls []*ladder.Call, e gjson.Result) (int, bool) {
-	x := r.X
 	t := &turn{first: calls, last: r.content()}
 	t.Turn = ladder.Turn{Calls: calls, Last: calls, Wire: t}
-	if err := x.Settle(r.Ctx, []*ladder.Turn{&t.Turn}, r.Ask); err != nil {
+	invalid, passthrough, failure, err := r.SettleTurn(&t.Turn)
+	if err != nil {
 		r.Abort, r.Done = err, true
 		return 0, false
 	}
-	passthrough := false
-	if t.Invalid() {
-		r.failed = true
-		switch x.Failure(&t.Turn) {
-		case policy.FailPassthrough:
-			passthrough = true
-		case policy.FailDrop:
-		default:
-			r.fail(x.FailureError([]*ladder.Turn{&t.Turn}, r.Redact))
-			return 0, false
-		}
+	r.failed = r.failed || invalid
+	if failure != nil {
+		r.fail(failure)
+		return 0, false
 	}
 	keep := map[*ladder.Call]bool{}
 	for _, c := range t.Calls {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
-	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
@@ -592,21 +591,15 @@ func (r *stream) settle(calls []*ladder.Call, released map[*ladder.Call]bool, wa
 	x.Calls = append(x.Calls, calls...)
 	t := &turn{first: calls}
 	t.Turn = ladder.Turn{Calls: calls, Last: calls, Wire: t}
-	if err := x.Settle(r.Ctx, []*ladder.Turn{&t.Turn}, r.Ask); err != nil {
+	invalid, passthrough, failure, err := r.SettleTurn(&t.Turn)
+	if err != nil {
 		r.Abort, r.Done = err, true
 		return
 	}
-	passthrough := false
-	if t.Invalid() {
-		r.failed = true
-		switch x.Failure(&t.Turn) {
-		case policy.FailPassthrough:
-			passthrough = true
-		case policy.FailDrop:
-		default:
-			r.fail(x.FailureError([]*ladder.Turn{&t.Turn}, r.Redact))
-			return
-		}
+	r.failed = r.failed || invalid
+	if failure != nil {
+		r.fail(failure)
+		return
 	}
 	out := map[*ladder.Call]bool{}
 	for _, c := range t.Calls {
