@@ -7,7 +7,7 @@ import (
 )
 
 // TestSpentBudgetDoesNotPassInvalidCalls: the validation work of a request
-// is bounded (4,000,000 steps), and a call that would take it past the bound
+// is bounded (validate.RequestSteps), and a call that would take it past the bound
 // passed unchecked, as a JSON object. A reply of a few costly valid calls
 // then spent the budget, and an invalid call after them reached the client
 // unchecked: a model steered into many calls could pass anything. A call the
@@ -19,7 +19,9 @@ func TestSpentBudgetDoesNotPassInvalidCalls(t *testing.T) {
 	req := `{"model":"m","messages":[{"role":"user","content":"go"}],"tools":[` +
 		`{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":` + items + `}}}},` +
 		`{"type":"function","function":{"name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}}]}`
-	heavy := `{"a":[` + strings.TrimSuffix(strings.Repeat("1,", 100_000), ",") + `]}`
+	// Each call costs 180,000 steps, under the per-call bound: two spend
+	// most of the request's 400,000.
+	heavy := `{"a":[` + strings.TrimSuffix(strings.Repeat("1,", 20_000), ",") + `]}`
 	var calls []string
 	for i := range 5 {
 		calls = append(calls, namedCall("h"+string(rune('0'+i)), "f", heavy))

@@ -28,10 +28,25 @@ import (
 // over MaxPatternInsts does not compile at all.
 
 const (
-	// MaxSteps bounds the work of validating one call's arguments. A BFCL
-	// call costs a few dozen steps; a megabyte of arguments against a flat
-	// schema a few hundred thousand.
-	MaxSteps = 1_000_000
+	// MaxSteps bounds the work of validating one call's arguments, in the
+	// validator's visits (the fast path's count a sixteenth each: see
+	// FastVisitsPerStep). A BFCL call costs a few dozen steps. A step costs
+	// the validator 0.15 to 0.55 µs and 6 to 16 allocations, by kind (an
+	// eight-way allOf is cheapest, an anyOf whose branches all fail
+	// dearest), once bounds and uniqueItems are weighted (see
+	// numberKeywordSteps, uniqueItemSteps, and BenchmarkStepCost for the
+	// figures), so a call costs at most about 0.1 s of CPU.
+	MaxSteps = 200_000
+	// RequestSteps bounds the validation work of one request, all its
+	// calls and attempts together: about 0.2 s of CPU at the dearest
+	// rate, 7 million allocations (TestRequestBudgetBoundsValidatorWork).
+	RequestSteps = 2 * MaxSteps
+	// FastVisitsPerStep is how many of the fast path's visits make one
+	// step: it costs 30 to 50 ns a visit without allocating, a sixteenth
+	// or less of what the validator costs, so a valid flat call of a
+	// megabyte (half a million array items) costs some 30,000 steps, not
+	// 500,000.
+	FastVisitsPerStep = 16
 	// MaxPatternInsts bounds the program size of a schema's regular
 	// expressions (pattern, patternProperties): RE2 runs in time linear in
 	// the text, but the constant is the program size. Real patterns (an
@@ -70,7 +85,8 @@ func (s *Schema) cost(v any, max int) (int, error) {
 // resolved. It is built once per schema, at compile time.
 type plan struct {
 	inPlace    []*plan // $ref, allOf, anyOf, oneOf, not, if, then, else
-	compare    int     // steps of comparing a value with enum and const
+	compare    int     // steps of comparing a value with enum, const and bounds
+	unique     bool    // uniqueItems
 	pattern    *compiledPattern
 	props      map[string]*plan
 	patProps   []patternPlan
@@ -150,6 +166,12 @@ func makePlan(root any, patterns map[string]*compiledPattern) (*plan, error) {
 		if c, ok := m["const"]; ok {
 			p.compare += compareCost(c)
 		}
+		for _, k := range numberKeywords {
+			if _, ok := m[k]; ok {
+				p.compare += numberKeywordSteps
+			}
+		}
+		p.unique = m["uniqueItems"] == true
 		if pat, ok := m["pattern"].(string); ok {
 			p.pattern = patterns[pat]
 			if p.pattern == nil {
@@ -330,6 +352,11 @@ func (w *walker) object(p *plan, v map[string]any, inPlace int) error {
 }
 
 func (w *walker) array(p *plan, v []any) error {
+	if p.unique {
+		if err := w.spend(len(v) * uniqueItemSteps); err != nil {
+			return err
+		}
+	}
 	for i, item := range v {
 		if i < len(p.prefix) {
 			if err := w.walk(p.prefix[i], item, 0); err != nil {
@@ -356,6 +383,19 @@ func (w *walker) array(p *plan, v []any) error {
 // each (an enum of 60 objects of 400 numbers took 3.6 s for 216 array
 // items). Any other value costs a step.
 const numberCompareSteps = 4
+
+// numberKeywords are the keywords that compare a number with a bound, as
+// exact rationals; each costs numberKeywordSteps a visit, since a failing
+// one costs the validator an error of its own besides (1.4 µs and 32
+// allocations a visit of a failing minimum, 0.2 to 0.5 µs a plain visit).
+var numberKeywords = []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+
+const numberKeywordSteps = 4
+
+// uniqueItemSteps is what uniqueItems costs, in steps an item: the
+// validator compares each item with the others (0.9 µs and 25 allocations
+// an item).
+const uniqueItemSteps = 2
 
 // compareCost is the steps of comparing a value with v, an enum's list or a
 // const: each nested value counts, since objects and arrays are compared

@@ -28,8 +28,10 @@
 //     it are not checked and Validate says so with one error of keyword
 //     KeywordBudget (see Unchecked), or KeywordSpent when what was left of
 //     the shared Budget, less than MaxSteps, was the bound (see Spent).
-//     Patterns whose program is over
-//     MaxPatternInsts do not compile.
+//     Steps are calibrated on what the validator costs (BenchmarkStepCost):
+//     bounds and uniqueItems weigh more than a plain visit, and the fast
+//     path's visits a sixteenth of one. A request's Budget is RequestSteps.
+//     Patterns whose program is over MaxPatternInsts do not compile.
 //   - At most MaxErrors errors are kept per call, each message bounded; an
 //     enum is described by its size and a few values, never quoted whole.
 //   - The cache is bounded by estimated memory (SetMaxBytes) as well as by

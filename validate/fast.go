@@ -180,12 +180,16 @@ func (f *fastSchema) set(k string, v any, formatAnnotation, root bool) bool {
 		f.maxProps, ok = readCount(v)
 	case "minimum":
 		f.minimum, ok = readBound(v)
+		f.compare += numberKeywordSteps
 	case "maximum":
 		f.maximum, ok = readBound(v)
+		f.compare += numberKeywordSteps
 	case "exclusiveMinimum":
 		f.exclMin, ok = readBound(v) // draft-04's boolean form is not read
+		f.compare += numberKeywordSteps
 	case "exclusiveMaximum":
 		f.exclMax, ok = readBound(v)
+		f.compare += numberKeywordSteps
 	case "uniqueItems":
 		return v == false
 	default:

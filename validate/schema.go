@@ -142,7 +142,7 @@ func Decode(data []byte) (any, error) { return decode(data) }
 func (s *Schema) Validate(v any) []Error { return s.ValidateWithin(v, nil) }
 
 // Budget is the validation work, in the steps of MaxSteps, that a group of
-// validations (one request's) may still do together. It is not safe for
+// validations (one request's: RequestSteps) may still do together. It is not safe for
 // concurrent use.
 type Budget struct{ left int }
 
@@ -160,25 +160,37 @@ func (s *Schema) ValidateWithin(v any, b *Budget) []Error {
 	if b != nil {
 		max = min(max, b.left)
 	}
-	if steps, ok := s.fastValid(v, max); ok {
-		if b != nil {
-			b.left -= steps
-		}
+	visits, ok := s.fastValid(v, max*FastVisitsPerStep)
+	spent := fastSteps(visits)
+	if b != nil {
+		b.left -= min(spent, b.left)
+	}
+	if ok {
 		return nil
+	}
+	if b != nil {
+		// What the fast path spent before it gave up is work done too.
+		max = min(max, b.left)
 	}
 	return s.validateFull(v, b, max)
 }
 
-// fastValid runs the fast path: ok means v is valid, and checking it costs
-// steps, at most max. Otherwise the validator must run.
-func (s *Schema) fastValid(v any, max int) (steps int, ok bool) {
+// fastSteps is what visits of the fast path cost, in steps.
+func fastSteps(visits int) int {
+	return (visits + FastVisitsPerStep - 1) / FastVisitsPerStep
+}
+
+// fastValid runs the fast path: ok means v is valid. visits is the fast
+// path's count of the budget walk's visits, at most max: past that, or
+// when it cannot prove validity, ok is false and the validator must run.
+func (s *Schema) fastValid(v any, max int) (visits int, ok bool) {
 	m, isObject := v.(map[string]any)
 	if s.fast == nil || !isObject {
 		return 0, false
 	}
 	r := fastRun{max: max}
 	ok = s.fast.valid(m, &r)
-	return r.steps, ok
+	return min(r.steps, max), ok
 }
 
 // validateFull checks v with the validator, after the checks of numbers and

@@ -126,6 +126,26 @@ func boundCases() []hostileCase {
 			},
 		},
 		{
+			// Calls just under the per-call bound whose every step is of
+			// the dearest kind measured (an anyOf whose five branches all
+			// fail), 14 of them in a reply under 1 MB: the request's
+			// budget let the validator run on 20 such calls.
+			name: "budget: 14 calls of the dearest steps, under 1 MB",
+			request: func() []byte {
+				return []byte(`{"model":"m","messages":[{"role":"user","content":"go"}],"tools":[` +
+					`{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"array","items":` +
+					`{"anyOf":[{"type":"string"},{"type":"boolean"},{"type":"null"},{"type":"array"},{"type":"object"}]}}}}}}]}`)
+			},
+			reply: func(w http.ResponseWriter, r *http.Request, n int) {
+				heavy := strconv.Quote(`{"a":[` + strings.TrimSuffix(strings.Repeat("1,", 33_000), ",") + `]}`)
+				var calls []string
+				for i := range 14 {
+					calls = append(calls, `{"id":"h`+strconv.Itoa(i)+`","type":"function","function":{"name":"f","arguments":`+heavy+`}}`)
+				}
+				jsonReply(`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[`+strings.Join(calls, ",")+`]},"finish_reason":"tool_calls"}]}`)(w, r, n)
+			},
+		},
+		{
 			// Many choices, each a call written as text that needs the
 			// repairer (single quotes, a trailing comma).
 			name:    "choices: 6,000 calls written as text to repair",

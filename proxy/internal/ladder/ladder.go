@@ -32,7 +32,7 @@ const (
 
 // RequestSteps bounds the validation work of one request, all its calls
 // and attempts together (validate.MaxSteps bounds one call's).
-const RequestSteps = 4 * validate.MaxSteps
+const RequestSteps = validate.RequestSteps
 
 // MaxMendBytes bounds the arguments of one request's calls, over every
 // attempt, that are handed to the mender: the work of mending is not
