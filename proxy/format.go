@@ -31,9 +31,11 @@ type format struct {
 	// open reads what a request declares: its function tools and, if
 	// output is set, its JSON response format; nil means nothing to inspect.
 	open func(body []byte, output bool) request
-	// uninspectable, if set, says why a request that declares something to
-	// inspect asks for a reply toolguard never sees, or "".
-	uninspectable func(body []byte) string
+	// uninspectable, if set, says why a request asks for a reply toolguard
+	// cannot inspect (one it never sees, or calls of tools it is not shown),
+	// or "". declares says whether the request declares something to
+	// inspect.
+	uninspectable func(body []byte, declares bool) string
 	// errorBody, if set, renders the errors of the format's route in its
 	// API's shape; nil means the OpenAI shape.
 	errorBody func(e *wire.Error) []byte

@@ -102,8 +102,8 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 				}
 			}
 			req = f.open(body, pol.Rules(ladder.OutputTool).Mode != policy.ModeOff)
-			if req != nil && f.uninspectable != nil {
-				if why := f.uninspectable(body); why != "" {
+			if f.uninspectable != nil {
+				if why := f.uninspectable(body, req != nil); why != "" {
 					if !h.cfg.AllowClientOff {
 						return notInspectable(why)
 					}

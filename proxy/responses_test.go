@@ -645,7 +645,9 @@ func TestResponsesUnderAnyPrefixAreInspected(t *testing.T) {
 // declares functions would let the client turn inspection off. It is
 // refused, streamed or not, unless TOOLGUARD_ALLOW_CLIENT_OFF lets clients
 // do that; one that declares nothing to inspect passes. Before, each
-// forwarded the invalid call.
+// forwarded the invalid call. A stored prompt is refused the same way, tools
+// declared or not: it may declare functions of its own that the request
+// does not show (before, its calls passed unchecked).
 func TestBackgroundResponsesAreRefused(t *testing.T) {
 	invalid := fake.Responses.JSON(fake.Reply{Calls: []fake.Call{click("call_1", `{}`)}})
 	for _, tt := range []struct {
@@ -662,6 +664,12 @@ func TestBackgroundResponsesAreRefused(t *testing.T) {
 		{name: "background-null", body: responsesRequest(`,"background":null`), want: 400, code: "tool_call_invalid"},
 		{name: "no-tools", body: `{"model":"m","input":"hi","background":true}`, want: 200},
 		{name: "allowed-off", body: responsesRequest(`,"background":true`), allowOff: true, want: 200},
+		// A stored prompt may declare tools the request does not show.
+		{name: "stored-prompt", body: `{"model":"m","input":"hi","prompt":{"id":"pmpt_1","version":"2"}}`, want: 400, code: "request_not_inspectable"},
+		{name: "stored-prompt-and-tools", body: responsesRequest(`,"prompt":{"id":"pmpt_1"}`), want: 400, code: "request_not_inspectable"},
+		{name: "stored-prompt-stream", body: `{"model":"m","input":"hi","stream":true,"prompt":{"id":"pmpt_1"}}`, want: 400, code: "request_not_inspectable"},
+		{name: "stored-prompt-null", body: `{"model":"m","input":"hi","prompt":null}`, want: 200},
+		{name: "stored-prompt-allowed-off", body: `{"model":"m","input":"hi","prompt":{"id":"pmpt_1"}}`, allowOff: true, want: 200},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			up := newUpstream(t, reply{Body: invalid})

@@ -174,12 +174,22 @@ func NewRequest(body []byte, output bool) *Request {
 	return q
 }
 
-// Uninspectable says why toolguard cannot inspect the reply to a request
-// that declares something to inspect, or "". A background response is
-// fetched later by its id, outside any request toolguard sees, and its
-// stream can be resumed there too. Any background but false or null counts:
-// a server may read "true", 1 or {} as true.
-func Uninspectable(body []byte) string {
+// Uninspectable says why toolguard cannot inspect the reply to a request,
+// or "". declares says whether the request itself declares something to
+// inspect. A background response is fetched later by its id, outside any
+// request toolguard sees, and its stream can be resumed there too: that
+// matters only for a request that declares something. Any background but
+// false or null counts: a server may read "true", 1 or {} as true. A stored
+// prompt (prompt, by its id) may declare function tools and a JSON text
+// format of its own that the request does not show, so its calls and output
+// could not be checked, whatever the request declares.
+func Uninspectable(body []byte, declares bool) string {
+	if p := gjson.GetBytes(body, "prompt"); p.Exists() && p.Type != gjson.Null {
+		return "a stored prompt may declare tools and an output format that the request does not show, so its calls could not be checked"
+	}
+	if !declares {
+		return ""
+	}
 	switch b := gjson.GetBytes(body, "background"); {
 	case !b.Exists(), b.Type == gjson.Null, b.Type == gjson.False:
 		return ""
