@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"unicode"
@@ -37,7 +38,48 @@ import (
 // Shape names the members of an object that toolguard reads, each with the
 // Shape of its value. A Shape applies to an object, and to each element of
 // an array. A nil Shape means toolguard reads the value but nothing inside.
+// Names are lowercase ASCII, as every API toolguard reads spells them (see
+// LowercaseNames): Strict relies on it.
 type Shape map[string]Shape
+
+// LowercaseNames reports the first name in s, or in a Shape within it, that
+// is not lowercase ASCII. Strict needs none: a name of lowercase ASCII
+// letters and other ASCII bytes that a Shape does not hold cannot fold to
+// one it holds, so it is not compared with each.
+func LowercaseNames(s Shape) error {
+	return lowercaseNames(s, map[uintptr]bool{})
+}
+
+func lowercaseNames(s Shape, seen map[uintptr]bool) error {
+	p := reflect.ValueOf(s).Pointer()
+	if seen[p] {
+		return nil // a Shape that holds itself
+	}
+	seen[p] = true
+	for k, child := range s {
+		for i := 0; i < len(k); i++ {
+			if c := k[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+				return fmt.Errorf("shape name %q is not lowercase ASCII", k)
+			}
+		}
+		if err := lowercaseNames(child, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mayFold reports whether name could fold to a lowercase ASCII name other
+// than itself: it holds an uppercase ASCII letter, or a byte beyond ASCII
+// (the Kelvin sign folds to k, the long s to s, the dotless ı to i).
+func mayFold(name []byte) bool {
+	for _, c := range name {
+		if c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
 
 // StrictError says why a body cannot be read unambiguously.
 type StrictError struct {
@@ -122,7 +164,7 @@ func walkStrict(d *jsontext.Decoder, s Shape) error {
 				return syntaxError(d, err)
 			}
 			child, known := s[string(n)]
-			if !known {
+			if !known && mayFold(n) {
 				// Read in place, not kept: no copy of the name is made.
 				ns := unsafe.String(unsafe.SliceData(n), len(n))
 				for k := range s {
