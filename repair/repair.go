@@ -218,8 +218,15 @@ var anyObject = func() *validate.Schema {
 }()
 
 // check decodes and validates; without a schema it requires an object.
+// check validates text against s. Valid arguments of a flat schema are
+// proven so on their bytes, without decoding them, and come back with no
+// value: only invalid ones are decoded.
 func check(text []byte, s *validate.Schema, b *validate.Budget) (any, []validate.Error) {
-	return orObject(s).ValidateJSONWithin(text, b)
+	s = orObject(s)
+	if s.ValidJSON(text, b) {
+		return nil, nil
+	}
+	return s.ValidateJSONWithin(text, b)
 }
 
 func checkValue(v any, s *validate.Schema, b *validate.Budget) []validate.Error {

@@ -102,6 +102,30 @@ func fastAgrees(t testing.TB, s *Schema, v any) bool {
 	return true
 }
 
+// rawAgrees runs the fast path on the bytes of arguments: where it proves
+// them valid, they must decode, the fast path on the decoded value must
+// prove them valid too, and both must count the same steps. It returns the
+// answer on the bytes.
+func rawAgrees(t testing.TB, s *Schema, args []byte) bool {
+	t.Helper()
+	b := NewBudget(RequestSteps)
+	if !s.ValidJSON(args, b) {
+		return false
+	}
+	v, err := Decode(args)
+	if err != nil {
+		t.Fatalf("the fast path on bytes calls valid what does not decode (%v): %q", err, args)
+	}
+	visits, ok := s.fastValid(v, MaxSteps*FastVisitsPerStep)
+	if !ok {
+		t.Fatalf("the fast path on bytes calls valid what it does not on the decoded value: %q", args)
+	}
+	if spent := RequestSteps - b.Left(); spent != fastSteps(visits) {
+		t.Fatalf("the fast path on bytes charged %d steps, on the decoded value %d", spent, fastSteps(visits))
+	}
+	return true
+}
+
 func TestFastPath(t *testing.T) {
 	for _, tc := range fastCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,6 +145,9 @@ func TestFastPath(t *testing.T) {
 			}
 			if proven := fastAgrees(t, s, v); proven != tc.proven {
 				t.Errorf("fast path proves valid: %v, want %v", proven, tc.proven)
+			}
+			if raw := rawAgrees(t, s, []byte(tc.args)); raw && !tc.proven {
+				t.Errorf("the fast path on bytes proves valid what it should not")
 			}
 			if errs := s.Validate(v); (errs == nil) != tc.valid {
 				t.Errorf("Validate: %v, want valid=%v", errs, tc.valid)
@@ -168,7 +195,7 @@ func TestFastPathOverBFCL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var decls, fast, calls, valid, proven int
+	var decls, fast, calls, valid, proven, onBytes int
 	for _, c := range cases {
 		schemas := map[string]*Schema{}
 		for _, fn := range c.Functions {
@@ -200,6 +227,11 @@ func TestFastPathOverBFCL(t *testing.T) {
 			if ok {
 				proven++
 			}
+			if rawAgrees(t, s, raw) {
+				onBytes++
+			} else if ok {
+				t.Errorf("%s %s: proven on the decoded value, not on its bytes: %s", c.ID, call.Name, raw)
+			}
 			if s.validateFull(v, nil, MaxSteps) == nil {
 				valid++
 				if !ok {
@@ -208,8 +240,8 @@ func TestFastPathOverBFCL(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d of %d declarations (%.1f%%) have a fast path; of their %d correct calls, %d validate and the fast path proves %d",
-		fast, decls, 100*float64(fast)/float64(decls), calls, valid, proven)
+	t.Logf("%d of %d declarations (%.1f%%) have a fast path; of their %d correct calls, %d validate and the fast path proves %d (%d on their bytes)",
+		fast, decls, 100*float64(fast)/float64(decls), calls, valid, proven, onBytes)
 	if fast*100 < decls*95 {
 		t.Errorf("%d of %d declarations have a fast path, want at least 95%%", fast, decls)
 	}
@@ -249,6 +281,7 @@ func FuzzFastPath(f *testing.F) {
 			if v, err := Decode(c[1]); err == nil {
 				fastAgrees(t, s, v)
 			}
+			rawAgrees(t, s, c[1])
 		}
 	})
 }
@@ -420,5 +453,36 @@ func TestFastPathAgreesOnGeneratedSchemas(t *testing.T) {
 		fast, proven, n, missed)
 	if fast < 2500 || proven < n/20 {
 		t.Errorf("the generator makes too few cases the fast path answers")
+	}
+}
+
+// TestValidJSONGivesUp: where reading the bytes in place could differ from
+// decoding them, the fast path on bytes does not answer; elsewhere it does.
+func TestValidJSONGivesUp(t *testing.T) {
+	deep := strings.Repeat("[", maxDecodeDepth+1) + strings.Repeat("]", maxDecodeDepth+1)
+	for _, tc := range []struct {
+		name, schema, args string
+		proven             bool
+	}{
+		{"flat", `{"type":"object","properties":{"s":{"type":"string","maxLength":3}}}`, `{"s":"a\nb"}`, true},
+		{"escaped-name", `{"type":"object","required":["s"]}`, `{"\u0073":1}`, false},
+		// Decoded, the object has one member: minProperties fails.
+		{"repeated-name", `{"type":"object","minProperties":2}`, `{"a":1,"a":1}`, false},
+		{"lone-surrogate", `{"type":"object","properties":{"s":{"enum":["\ufffd"]}}}`, `{"s":"\ud800"}`, false},
+		{"not-utf8", `{"type":"object","properties":{"s":{"maxLength":1}}}`, "{\"s\":\"\xff\"}", false},
+		// Deeper than the decoder goes: Decode fails.
+		{"too-deep", `{"type":"object"}`, `{"a":` + deep + `}`, false},
+		{"trailing-data", `{"type":"object"}`, `{} {}`, false},
+		{"huge-exponent", `{"type":"object"}`, `{"n":1e999999}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Compile([]byte(tc.schema))
+			if err != nil || s.fast == nil {
+				t.Fatalf("no fast path: %v", err)
+			}
+			if got := rawAgrees(t, s, []byte(tc.args)); got != tc.proven {
+				t.Errorf("proven on bytes: %v, want %v", got, tc.proven)
+			}
+		})
 	}
 }
