@@ -474,6 +474,11 @@ func TestValidJSONGivesUp(t *testing.T) {
 		{"too-deep", `{"type":"object"}`, `{"a":` + deep + `}`, false},
 		{"trailing-data", `{"type":"object"}`, `{} {}`, false},
 		{"huge-exponent", `{"type":"object"}`, `{"n":1e999999}`, false},
+		// Not JSON, though a lenient reader could take them.
+		{"leading-zero", `{"type":"object"}`, `{"n":01}`, false},
+		{"trailing-comma", `{"type":"object"}`, `{"n":[1,],}`, false},
+		{"control-character", `{"type":"object"}`, "{\"s\":\"a\x01\"}", false},
+		{"bad-escape", `{"type":"object"}`, `{"s":"\q"}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Compile([]byte(tc.schema))
