@@ -80,7 +80,7 @@ func runCompare(ctx context.Context, args []string) error {
 	fs.BoolVar(&c.portkey, "portkey", true, "include the Portkey gateway arm (needs node and npm)")
 	fs.StringVar(&c.arms, "arms", "", "comma-separated arms to run (default: all); direct and reverseproxy are always run, and so are the arms an arm is measured against")
 	fs.StringVar(&c.out, "out", "", "also write the report to this file")
-	fs.StringVar(&c.profile, "profile", "", "directory: run the toolguard arms on a build that writes cpu.prof and allocs.prof there when it stops")
+	fs.StringVar(&c.profile, "profile", "", "directory: run the toolguard arms on a build that writes cpu.prof and allocs.prof there when it stops (the arm with inspection off in off/)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (binaries, logs, scripts)")
 	fs.StringVar(&c.toolguard, "toolguard-env", "", "comma-separated KEY=VALUE settings added to the toolguard arms' environment")
 	fs.StringVar(&c.baseline, "baseline", "", "a git revision: also build toolguard there and run its valid, repair and history arms (baseline-*) beside the current ones")
@@ -355,8 +355,15 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 	upstreamURL := servers["direct"] + "/v1"
 	guardEnv := func(addr, mode string) []string {
 		e := []string{"TOOLGUARD_LISTEN_ADDR=" + addr, "TOOLGUARD_DRAIN_DELAY=0s", "TOOLGUARD_UPSTREAM_URL=" + upstreamURL, "TOOLGUARD_MODE=" + mode, "TOOLGUARD_DRAIN_DELAY=0s"}
-		if mode != "off" && c.profile != "" {
-			e = append(e, "LOADTEST_PROFILE_DIR="+c.profile)
+		if c.profile != "" {
+			// The arm with inspection off writes its profiles apart, in
+			// off/, so the two toolguard arms' do not overwrite each other.
+			dir := c.profile
+			if mode == "off" {
+				dir = filepath.Join(c.profile, "off")
+				os.MkdirAll(dir, 0o755)
+			}
+			e = append(e, "LOADTEST_PROFILE_DIR="+dir)
 		}
 		for _, kv := range strings.Split(c.toolguard, ",") {
 			if kv = strings.TrimSpace(kv); kv != "" {
