@@ -47,6 +47,8 @@ func FuzzMessagesReply(f *testing.F) {
 		{Text: "ok", Calls: []fake.Call{click("t1", `"#a"`), click("t2", `{}`)}},
 		{Calls: []fake.Call{click("t1", `{"selector":"#a"`)}},
 		{Text: "just text"},
+		{Text: "Sure.\n<tool_call>{\"name\":\"click\",\"arguments\":{\"Selector\":\"#a\"}}</tool_call>"},
+		{Text: "<tool_call>{\"name\":\"click\",\"arguments\":{}}</tool_call>"},
 	} {
 		f.Add([]byte(fake.Messages.JSON(r)))
 	}
@@ -124,6 +126,8 @@ func FuzzMessagesStream(f *testing.F) {
 		{Text: "ok", Calls: []fake.Call{click("t1", `{"Selector":"#a"}`), click("t2", `{}`)}},
 		{Text: "just text"},
 		{Calls: []fake.Call{{ID: "t1", Name: "type", Args: `{}`}}},
+		{Text: "Sure.\n<tool_call>{\"name\":\"click\",\"arguments\":{\"Selector\":\"#a\"}}</tool_call>\nDone."},
+		{Text: "[TOOL_CALLS][{\"name\":\"click\",\"arguments\":{}}]"},
 	} {
 		s := strings.Join(fake.Messages.Events(r, 5), "")
 		f.Add([]byte(s), uint8(13))

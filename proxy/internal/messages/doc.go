@@ -27,4 +27,8 @@
 //     sent upstream as the object it holds (MendHistory).
 //   - stop_reason stays consistent: tool_use while a call is left, end_turn
 //     when every call was dropped.
+//   - Calls written as text in a text block that no tool_use block comes
+//     before are read, streamed or not (textcalls.go): they become tool_use
+//     blocks after the content's last block, the text around them stays,
+//     and a text block left empty is never sent.
 package messages

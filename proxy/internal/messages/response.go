@@ -29,6 +29,9 @@ type turn struct {
 	// The messages the re-asks have added so far, and those of the re-ask
 	// in flight.
 	history, pending []string
+	// rests is set when the calls were written as text: by block index,
+	// the text left of each block that held calls (see textCalls).
+	rests map[int]string
 }
 
 func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
@@ -69,6 +72,10 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 	if err != nil {
 		return nil, err
 	}
+	var rests map[int]string
+	if len(sent) == 0 {
+		sent, rests = textCalls(x, content)
+	}
 	if len(sent) == 0 {
 		return nil, nil
 	}
@@ -80,7 +87,10 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 		return nil, errors.New("the position of content in the body is unknown")
 	}
 	x.Calls = append(x.Calls, calls...)
-	t := &turn{first: calls, start: content.Index, end: content.Index + len(content.Raw), last: content.Raw}
+	t := &turn{first: calls, start: content.Index, end: content.Index + len(content.Raw), last: content.Raw, rests: rests}
+	if rests != nil {
+		t.last = convertedContent(content, rests, calls)
+	}
 	t.Turn = ladder.Turn{Calls: calls, Last: calls, Wire: t}
 	return []*ladder.Turn{&t.Turn}, nil
 }
@@ -210,6 +220,9 @@ func (q *Request) SumUsage(first []byte, replies [][]byte) ([]byte, error) {
 // model sent.
 func rewrite(first []byte, tt *ladder.Turn) ([]byte, int, bool, error) {
 	t := turnOf(tt)
+	if t.rests != nil {
+		return rewriteConverted(first, tt)
+	}
 	keep, dirty := tt.Kept(t.first)
 	if !dirty {
 		return nil, 0, false, nil

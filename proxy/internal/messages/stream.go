@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
@@ -55,6 +56,14 @@ type stream struct {
 	anyCalls bool
 	finished bool // the message_delta has gone out
 	stopped  bool // message_stop has gone out
+	// converted is set once calls written in a text block were read as
+	// calls (see textcalls.go); holdWork counts the bytes read for holds.
+	converted bool
+	holdWork  int
+	// pendingText is the text block whose content_block_start is kept
+	// (see heldBlock.pendingStart), queued the events that came after it.
+	pendingText *heldBlock
+	queued      [][]byte
 }
 
 // heldBlock is a content block of the stream: where it went (client
@@ -72,6 +81,18 @@ type heldBlock struct {
 	released bool
 	// The text of a text or thinking block, for a re-ask's assistant turn.
 	text, signature strings.Builder
+	// For a text block read for calls: the bytes of its text sent so far,
+	// whether some are held, and the text left around the calls read in
+	// it (rest, with hasRest).
+	emitted   int
+	holding   bool
+	holdSince time.Time
+	rest      string
+	hasRest   bool
+	written   *ladder.Sent // a call read from a text block
+	// pendingStart is a text block's content_block_start, kept until its
+	// first text goes out: a block whose text was all calls is not sent.
+	pendingStart []byte
 }
 
 var _ wire.Events = (*stream)(nil)
@@ -183,7 +204,14 @@ func (r *stream) handle(ev []byte) {
 		r.out.Write(ev)
 		r.finished, r.Done = true, true
 	default:
-		// ping, and events the API may add: the SDKs skip them.
+		// ping, and events the API may add: the SDKs skip them. While a
+		// text block's start is kept, they wait behind it, in order.
+		if r.pendingText != nil {
+			if r.keep(ev) {
+				r.queued = append(r.queued, append([]byte(nil), ev...))
+			}
+			return
+		}
 		r.out.Write(ev)
 	}
 }
@@ -229,6 +257,11 @@ func (r *stream) startBlock(ev []byte, e gjson.Result) {
 			b.text.WriteString(cb.Get(typ).Str)
 			b.signature.WriteString(cb.Get("signature").Str)
 		}
+		if typ == "text" && r.readsText() && b.text.Len() == 0 && r.pendingText == nil {
+			b.pendingStart = append([]byte(nil), ev...)
+			r.pendingText = b
+			return
+		}
 		r.pass(b, ev, e)
 		return
 	}
@@ -247,13 +280,21 @@ func (r *stream) startBlock(ev []byte, e gjson.Result) {
 
 // hold keeps an event of a tool_use block, within the stream's bound.
 func (r *stream) hold(b *heldBlock, ev []byte) {
+	if r.keep(ev) {
+		b.events = append(b.events, append([]byte(nil), ev...))
+	}
+}
+
+// keep counts an event held against the stream's bound, and reports
+// whether it may be held; past the bound the stream fails.
+func (r *stream) keep(ev []byte) bool {
 	r.total += int64(len(ev))
 	if r.total > r.maxBytes {
 		r.fail(&wire.Error{Status: 502, Type: "upstream_error", Code: "upstream_response_too_large",
-			Msg: "the tool calls held from the upstream's stream are larger than TOOLGUARD_MAX_RESPONSE_BYTES"})
-		return
+			Msg: "the events held from the upstream's stream are larger than TOOLGUARD_MAX_RESPONSE_BYTES"})
+		return false
 	}
-	b.events = append(b.events, append([]byte(nil), ev...))
+	return true
 }
 
 // pass sends an event of a block that is not held: as it came when the
@@ -293,11 +334,15 @@ func (r *stream) delta(ev []byte, e gjson.Result) {
 		return
 	case dt == "text_delta":
 		b.text.WriteString(d.Get("text").Str)
+		if b.typ == "text" && r.textHold(b) || r.Done {
+			return
+		}
 	case dt == "thinking_delta":
 		b.text.WriteString(d.Get("thinking").Str)
 	case dt == "signature_delta":
 		b.signature.WriteString(d.Get("signature").Str)
 	}
+	r.openText(b)
 	r.pass(b, ev, e)
 }
 
@@ -308,6 +353,17 @@ func (r *stream) stopBlock(ev []byte, e gjson.Result) {
 	}
 	b.stopped = true
 	if b.typ != "tool_use" {
+		if b.typ == "text" {
+			if r.settleText(b); r.Done {
+				return
+			}
+			if b.pendingStart != nil {
+				// Emptied by the calls read from it: never sent.
+				b.pendingStart, r.pendingText = nil, nil
+				r.flushQueued()
+				return
+			}
+		}
 		r.pass(b, ev, e)
 		return
 	}
@@ -325,6 +381,9 @@ func (r *stream) stopBlock(ev []byte, e gjson.Result) {
 // sent is the call of a complete tool_use block, read as the SDKs read it:
 // the start's input, replaced by the deltas' JSON when there are any.
 func (b *heldBlock) sent() ladder.Sent {
+	if b.written != nil {
+		return *b.written
+	}
 	s := ladder.Sent{ID: b.start.Get("id").Str, Name: b.start.Get("name").Str}
 	switch {
 	case b.deltas:
@@ -353,6 +412,10 @@ func (r *stream) releaseReady() {
 // must be).
 func (r *stream) releaseHeld(b *heldBlock) {
 	b.released = true
+	if b.written != nil {
+		r.releaseCall(b.call)
+		return
+	}
 	for _, ev := range b.events {
 		data, _ := wire.EventData(ev)
 		r.pass(b, ev, gjson.ParseBytes(data))
@@ -388,13 +451,23 @@ func (r *stream) content() string {
 	for _, b := range r.order {
 		switch b.typ {
 		case "text":
-			out = append(out, `{"type":"text","text":`+wire.Quote(b.text.String())+`}`)
+			switch {
+			case !b.hasRest:
+				out = append(out, `{"type":"text","text":`+wire.Quote(b.text.String())+`}`)
+			case b.rest != "":
+				out = append(out, textBlock(b.rest))
+			}
 		case "thinking":
 			out = append(out, `{"type":"thinking","thinking":`+wire.Quote(b.text.String())+`,"signature":`+wire.Quote(b.signature.String())+`}`)
 		case "redacted_thinking":
 			out = append(out, b.start.Raw)
 		case "tool_use":
 			out = append(out, `{"type":"tool_use","id":`+wire.Quote(b.start.Get("id").Str)+`,"name":`+wire.Quote(b.start.Get("name").Str)+`,"input":{}}`)
+		}
+	}
+	for _, b := range r.calls {
+		if b.written != nil {
+			out = append(out, `{"type":"tool_use","id":`+wire.Quote(b.written.ID)+`,"name":`+wire.Quote(b.written.Name)+`,"input":{}}`)
 		}
 	}
 	return "[" + strings.Join(out, ",") + "]"
@@ -438,7 +511,7 @@ func (r *stream) finish(ev []byte, e gjson.Result) {
 	var err error
 	stop := e.Get("delta.stop_reason")
 	switch {
-	case left > 0 && stop.Str != "tool_use" && len(waiting) > 0:
+	case left > 0 && stop.Str != "tool_use" && (len(waiting) > 0 || r.converted):
 		data, err = wire.Patch(data, "delta.stop_reason", `"tool_use"`)
 	case left == 0 && stop.Str == "tool_use":
 		data, err = wire.Patch(data, "delta.stop_reason", `"end_turn"`)
