@@ -9,3 +9,10 @@ import "testing"
 func TestTextCallClients(t *testing.T) {
 	runClients(t, &report{markers: "text-call tables", clients: clients, scenarios: textScenarios}, startUpstream)
 }
+
+// TestMessagesTextCallClients is TestTextCallClients on the Messages API:
+// the Anthropic clients against a model served on /v1/messages that writes
+// its call as text in a text block.
+func TestMessagesTextCallClients(t *testing.T) {
+	runClients(t, &report{markers: "messages text-call tables", clients: messagesClients, scenarios: textScenarios}, startMessagesUpstream)
+}
