@@ -258,7 +258,10 @@ func (r *stream) writeText(b *heldBlock, text string) {
 // of the rest as text.
 func (r *stream) settleText(b *heldBlock) {
 	text := b.text.String()
-	if !b.holding || !r.readsText() || len(text) > wire.MaxTextScanned {
+	if b.holding {
+		r.holdWork += len(text) // the read below, bounded with the holds
+	}
+	if !b.holding || !r.readsText() || len(text) > wire.MaxTextScanned || r.holdWork > wire.MaxTextHoldWork {
 		r.releaseText(b)
 		r.openText(b)
 		return
