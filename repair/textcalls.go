@@ -43,7 +43,8 @@ type TextCall struct {
 	// Format names the written form: "hermes", "qwen3-coder-xml",
 	// "function-tag", "glm", "mistral", "llama3-json", "json-list",
 	// "pythonic", "deepseek", "harmony", "kimi-k2", "granite", "hunyuan",
-	// "fenced-json" or "react".
+	// "phi4", "minimax-m2", "deepseek-v3.2", "seed-oss", "internlm2",
+	// "command-r7b", "gemma4", "fenced-json" or "react".
 	Format string
 	// Unread is set for a call behind an explicit marker that names a tool
 	// but whose arguments cannot be read (cut off, not an object, not

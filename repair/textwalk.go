@@ -52,6 +52,22 @@ var textMarkers = []textMarker{
 	{"<tool_calls>", "</tool_calls>", func(s *textScan, i int) (int, bool) {
 		return s.listMarker(i, "<tool_calls>", "</tool_calls>", "hunyuan")
 	}},
+	{mmOpen, mmClose, func(s *textScan, i int) (int, bool) {
+		return s.invokeBlock(i, mmOpen, mmClose, "", "minimax-m2")
+	}},
+	{"<" + dsmlWide + "function_calls>", "</" + dsmlWide + "function_calls>", func(s *textScan, i int) (int, bool) {
+		return s.invokeBlock(i, "<"+dsmlWide+"function_calls>", "</"+dsmlWide+"function_calls>", dsmlWide, "deepseek-v3.2")
+	}},
+	{"<" + dsmlASCII + "function_calls>", "</" + dsmlASCII + "function_calls>", func(s *textScan, i int) (int, bool) {
+		return s.invokeBlock(i, "<"+dsmlASCII+"function_calls>", "</"+dsmlASCII+"function_calls>", dsmlASCII, "deepseek-v3.2")
+	}},
+	{"<" + dsmlWide + "tool_calls>", "</" + dsmlWide + "tool_calls>", func(s *textScan, i int) (int, bool) {
+		return s.invokeBlock(i, "<"+dsmlWide+"tool_calls>", "</"+dsmlWide+"tool_calls>", dsmlWide, "deepseek-v3.2")
+	}},
+	{seedOpen, seedClose, (*textScan).seed},
+	{internOpen, internClose, (*textScan).internLM},
+	{cohereOpen, cohereClose, (*textScan).cohere},
+	{gemmaOpen, gemmaClose, (*textScan).gemma},
 }
 
 // maxMarker is the length of the longest marker, in bytes.
