@@ -44,7 +44,7 @@ type TextCall struct {
 	// "function-tag", "glm", "mistral", "llama3-json", "json-list",
 	// "pythonic", "deepseek", "harmony", "kimi-k2", "granite", "hunyuan",
 	// "phi4", "minimax-m2", "deepseek-v3.2", "seed-oss", "internlm2",
-	// "command-r7b", "gemma4", "fenced-json" or "react".
+	// "command-r7b", "gemma4", "hunyuan-v4", "fenced-json" or "react".
 	Format string
 	// Unread is set for a call behind an explicit marker that names a tool
 	// but whose arguments cannot be read (cut off, not an object, not

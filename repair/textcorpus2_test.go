@@ -141,6 +141,24 @@ var textCorpus2 = []textCallCase{
 	{name: "command-r7b-cut-off", give: cohereOpen + `[{"tool_call_id": "0", "tool_name": "search", "parameters": {"query": "go"`, held: true},
 	{name: "command-r7b-example", give: "For example:\n" + cohere(`[{"tool_call_id": "0", "tool_name": "get_time", "parameters": {}}]`)},
 
+	// Hunyuan V4: <tool_call> blocks of GLM's pairs in <tool_calls>.
+	{name: "hunyuan-v4", give: "<tool_calls>\n<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>\n</tool_calls>",
+		want: []wantTextCall{{"get_weather", `{"city":"Paris"}`, "hunyuan-v4"}}},
+	{name: "hunyuan-v4-two", give: "<tool_calls><tool_call>get_time</tool_call><tool_call>click<arg_key>selector</arg_key><arg_value>#go</arg_value></tool_call></tool_calls>",
+		want: []wantTextCall{{"get_time", `{}`, "hunyuan-v4"}, {"click", `{"selector":"#go"}`, "hunyuan-v4"}}},
+	{name: "hunyuan-v4-typed", give: "<tool_calls><tool_call>search<arg_key>query</arg_key><arg_value>go</arg_value><arg_key>page</arg_key><arg_value>2</arg_value></tool_call></tool_calls>",
+		want: []wantTextCall{{"search", `{"query":"go","page":2}`, "hunyuan-v4"}}},
+	{name: "hunyuan-v4-prose-before", give: "Let me check.\n<tool_calls><tool_call>get_time</tool_call></tool_calls>",
+		want: []wantTextCall{{"get_time", `{}`, "hunyuan-v4"}}, content: "Let me check."},
+	{name: "hunyuan-v4-undeclared", give: "<tool_calls><tool_call>launch</tool_call></tool_calls>",
+		want: []wantTextCall{{"launch", `{}`, "hunyuan-v4"}}},
+	{name: "hunyuan-v4-missing-value", give: "<tool_calls><tool_call>search<arg_key>query</arg_key></tool_call></tool_calls>",
+		want: []wantTextCall{{"search", `"search<arg_key>query</arg_key>"`, "hunyuan-v4 unread"}}},
+	{name: "hunyuan-v4-in-code", give: "It writes `<tool_calls><tool_call>get_time</tool_call></tool_calls>`."},
+	{name: "hunyuan-v4-cut-off", give: "<tool_calls><tool_call>search<arg_key>query</arg_key><arg_value>go", held: true},
+	{name: "hunyuan-v4-example", give: "For example:\n<tool_calls><tool_call>get_time</tool_call></tool_calls>"},
+	{name: "hunyuan-v4-prose-inside", give: "<tool_calls>none needed</tool_calls>"},
+
 	// Gemma 4: call:NAME{...} with <|"|>-delimited strings.
 	{name: "gemma4", give: gemma("get_weather", "{city:"+gq("Paris")+"}"),
 		want: []wantTextCall{{"get_weather", `{"city":"Paris"}`, "gemma4"}}},
@@ -214,5 +232,5 @@ var textCorpus2 = []textCallCase{
 
 func init() {
 	textCallCases = append(textCallCases, textCorpus2...)
-	corpusFamilies = append(corpusFamilies, "minimax-m2", "deepseek-v3.2", "seed-oss", "internlm2", "command-r7b", "gemma4", "jamba", "apriel", "xlam")
+	corpusFamilies = append(corpusFamilies, "minimax-m2", "deepseek-v3.2", "seed-oss", "internlm2", "command-r7b", "gemma4", "hunyuan-v4", "jamba", "apriel", "xlam")
 }

@@ -308,3 +308,37 @@ func gemmaObject(t string) ([]byte, bool) {
 	}
 	return out, true
 }
+
+// toolCallsTag reads what follows <tool_calls>: Hunyuan A13B's JSON list
+// (also Jamba's and Apriel's), or Hunyuan V4's <tool_call> blocks, each a
+// name and <arg_key>/<arg_value> pairs as GLM writes them.
+func (s *textScan) toolCallsTag(i int) (int, bool) {
+	const open, close = "<tool_calls>", "</tool_calls>"
+	if j := skipSpace(s.text, i+len(open)); j < len(s.text) && s.text[j] == '[' {
+		return s.listMarker(i, open, close, "hunyuan")
+	}
+	inner, end := s.block(i+len(open), close)
+	closed := strings.HasSuffix(s.text[:end], close)
+	body := strings.TrimSpace(inner)
+	var calls []found
+	for n := 0; body != "" && n <= maxTextCalls; n++ {
+		call, rest, ok := between(body, "<tool_call>", "</tool_call>")
+		if !ok {
+			return 0, false // cut off, or not a call
+		}
+		c, ok := s.readGLM(strings.TrimSpace(call))
+		if !ok {
+			name, _, _ := strings.Cut(strings.TrimSpace(call), "<")
+			if !closed || !validName(name) {
+				return 0, false
+			}
+			c = s.unread(strings.TrimSpace(name), strings.TrimSpace(call))
+		}
+		calls = append(calls, c)
+		body = strings.TrimSpace(rest)
+	}
+	if len(calls) == 0 || body != "" {
+		return 0, false
+	}
+	return end, s.add(i, end, "hunyuan-v4", calls...)
+}

@@ -49,9 +49,7 @@ var textMarkers = []textMarker{
 	{"<|tool_call|>", "", func(s *textScan, i int) (int, bool) {
 		return s.listMarker(i, "<|tool_call|>", "", "granite")
 	}},
-	{"<tool_calls>", "</tool_calls>", func(s *textScan, i int) (int, bool) {
-		return s.listMarker(i, "<tool_calls>", "</tool_calls>", "hunyuan")
-	}},
+	{"<tool_calls>", "</tool_calls>", (*textScan).toolCallsTag},
 	{mmOpen, mmClose, func(s *textScan, i int) (int, bool) {
 		return s.invokeBlock(i, mmOpen, mmClose, "", "minimax-m2")
 	}},
