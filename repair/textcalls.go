@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"sort"
 	"strings"
 )
 
@@ -44,7 +45,8 @@ type TextCall struct {
 	// "function-tag", "glm", "mistral", "llama3-json", "json-list",
 	// "pythonic", "deepseek", "harmony", "kimi-k2", "granite", "hunyuan",
 	// "phi4", "minimax-m2", "deepseek-v3.2", "seed-oss", "internlm2",
-	// "command-r7b", "gemma4", "hunyuan-v4", "fenced-json" or "react".
+	// "command-r7b", "command-r", "gemma4", "hunyuan-v4", "fenced-json" or
+	// "react".
 	Format string
 	// Unread is set for a call behind an explicit marker that names a tool
 	// but whose arguments cannot be read (cut off, not an object, not
@@ -112,8 +114,11 @@ func TextCalls(text string, declared []string, f TextFormats) []TextCall {
 	}
 	s.marked = false
 	if len(s.calls) > 0 {
-		if f.ReAct && s.react(from, w.quoted) != 0 {
-			return nil // two families of call in one text: which is meant is a guess
+		// ReAct's Action lines outside the calls read (Command R's action
+		// is one such line) would be a second family of call in one text:
+		// which is meant is a guess.
+		if f.ReAct && s.react(from, withCalls(w.quoted, s.calls)) != 0 {
+			return nil
 		}
 		return s.calls
 	}
@@ -169,10 +174,15 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 		if f.Marked && c < n && (glmLeadMayCall(text[c:], declared) || strings.HasPrefix(functools+"[", text[c:])) {
 			return c
 		}
+		if f.Marked {
+			return commandRHold(text, from)
+		}
 		return n
 	}
 	hold := n
+	var first *textMarker
 	if i, m := w.next(); i >= 0 {
+		first = m
 		hold = markerHold(text, from, i, m, declared)
 		if !readable(&w, declared, from, i, m, f.Quota) {
 			return n // a call that TextCalls refuses, and with it the text
@@ -180,6 +190,9 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 	}
 	if f.Marked || f.BareJSON {
 		hold = min(hold, w.partialMarker(f.Marked, f.BareJSON))
+	}
+	if f.Marked {
+		hold = min(hold, commandRHold(text, from))
 	}
 	if f.Marked && c < n && (glmLeadMayCall(text[c:], declared) || strings.HasPrefix(functools+"[", text[c:])) {
 		hold = min(hold, c)
@@ -196,7 +209,8 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 	if f.BareJSON && w.fences == 1 && w.i == n && fenceMayCall(text, from, w.lastFence, w.lastClosed) {
 		hold = min(hold, w.lastFence.start)
 	}
-	if f.ReAct {
+	if f.ReAct && first != &commandRMarker {
+		// (Command R's action is an Action line that is no ReAct call.)
 		a, failed := reactHold(text, from, w.quoted, declared)
 		if failed {
 			return n
@@ -204,6 +218,20 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 		hold = min(hold, a)
 	}
 	return hold
+}
+
+// withCalls returns the quoted spans and the spans of Command R's calls
+// (whose Action lines are no ReAct calls), in order.
+func withCalls(quoted []span, calls []TextCall) []span {
+	if calls[0].Format != "command-r" {
+		return quoted
+	}
+	out := append([]span(nil), quoted...)
+	for _, c := range calls {
+		out = append(out, span{c.Start, c.End})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].start < out[b].start })
+	return out
 }
 
 // readable reads the closed blocks from the marker m at i on, as far as

@@ -336,7 +336,7 @@ var marked = map[string]bool{
 	"hermes": true, "qwen3-coder-xml": true, "function-tag": true, "glm": true, "mistral": true,
 	"llama3-json": true, "json-list": true, "pythonic": true, "deepseek": true,
 	"harmony": true, "kimi-k2": true, "granite": true, "hunyuan": true, "phi4": true,
-	"minimax-m2": true, "deepseek-v3.2": true, "seed-oss": true, "internlm2": true, "command-r7b": true, "gemma4": true, "hunyuan-v4": true,
+	"minimax-m2": true, "deepseek-v3.2": true, "seed-oss": true, "internlm2": true, "command-r7b": true, "command-r": true, "gemma4": true, "hunyuan-v4": true,
 }
 
 func TestTextCallsLimits(t *testing.T) {

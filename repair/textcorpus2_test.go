@@ -47,6 +47,8 @@ var textCorpus2 = []textCallCase{
 		want: []wantTextCall{{"get_weather", `{"city":"Paris"}`, "minimax-m2"}}},
 	{name: "minimax-m2-two", give: mm(mmInvoke("get_time", "") + "\n" + mmInvoke("click", `<parameter name="selector">#go</parameter>`)),
 		want: []wantTextCall{{"get_time", `{}`, "minimax-m2"}, {"click", `{"selector":"#go"}`, "minimax-m2"}}},
+	{name: "minimax-m2-two-after-prose", give: "Now:\n" + mm(mmInvoke("get_time", "")+"\n"+mmInvoke("get_time", "")),
+		want: []wantTextCall{{"get_time", `{}`, "minimax-m2"}, {"get_time", `{}`, "minimax-m2"}}, content: "Now:"},
 	{name: "minimax-m2-typed", give: mm(mmInvoke("search", `<parameter name="query">go</parameter>`+"\n"+`<parameter name="page">2</parameter>`+"\n"+`<parameter name="filter">{"lang": "en"}</parameter>`)),
 		want: []wantTextCall{{"search", `{"query":"go","page":2,"filter":{"lang":"en"}}`, "minimax-m2"}}},
 	{name: "minimax-m2-prose-before", give: "Let me check.\n" + mm(mmInvoke("get_time", "")),
@@ -128,6 +130,8 @@ var textCorpus2 = []textCallCase{
 		want: []wantTextCall{{"get_weather", `{"city": "Paris"}`, "command-r7b"}}},
 	{name: "command-r7b-two", give: cohere(`[{"tool_call_id": "0", "tool_name": "get_time", "parameters": {}}, {"tool_call_id": "1", "tool_name": "click", "parameters": {"selector": "#go"}}]`),
 		want: []wantTextCall{{"get_time", `{}`, "command-r7b"}, {"click", `{"selector": "#go"}`, "command-r7b"}}},
+	{name: "command-r7b-two-after-prose", give: "Both:\n" + cohere(`[{"tool_name": "get_time"}, {"tool_name": "get_time"}]`),
+		want: []wantTextCall{{"get_time", `{}`, "command-r7b"}, {"get_time", `{}`, "command-r7b"}}, content: "Both:"},
 	{name: "command-r7b-no-parameters", give: cohere(`[{"tool_call_id": "0", "tool_name": "get_time"}]`),
 		want: []wantTextCall{{"get_time", `{}`, "command-r7b"}}},
 	{name: "command-r7b-prose-before", give: "I will search for it.\n" + cohere(`[{"tool_call_id": "0", "tool_name": "search", "parameters": {"query": "go"}}]`),
@@ -146,6 +150,8 @@ var textCorpus2 = []textCallCase{
 		want: []wantTextCall{{"get_weather", `{"city":"Paris"}`, "hunyuan-v4"}}},
 	{name: "hunyuan-v4-two", give: "<tool_calls><tool_call>get_time</tool_call><tool_call>click<arg_key>selector</arg_key><arg_value>#go</arg_value></tool_call></tool_calls>",
 		want: []wantTextCall{{"get_time", `{}`, "hunyuan-v4"}, {"click", `{"selector":"#go"}`, "hunyuan-v4"}}},
+	{name: "hunyuan-v4-two-after-prose", give: "Both:\n<tool_calls><tool_call>get_time</tool_call><tool_call>get_time</tool_call></tool_calls>",
+		want: []wantTextCall{{"get_time", `{}`, "hunyuan-v4"}, {"get_time", `{}`, "hunyuan-v4"}}, content: "Both:"},
 	{name: "hunyuan-v4-typed", give: "<tool_calls><tool_call>search<arg_key>query</arg_key><arg_value>go</arg_value><arg_key>page</arg_key><arg_value>2</arg_value></tool_call></tool_calls>",
 		want: []wantTextCall{{"search", `{"query":"go","page":2}`, "hunyuan-v4"}}},
 	{name: "hunyuan-v4-prose-before", give: "Let me check.\n<tool_calls><tool_call>get_time</tool_call></tool_calls>",
@@ -158,6 +164,24 @@ var textCorpus2 = []textCallCase{
 	{name: "hunyuan-v4-cut-off", give: "<tool_calls><tool_call>search<arg_key>query</arg_key><arg_value>go", held: true},
 	{name: "hunyuan-v4-example", give: "For example:\n<tool_calls><tool_call>get_time</tool_call></tool_calls>"},
 	{name: "hunyuan-v4-prose-inside", give: "<tool_calls>none needed</tool_calls>"},
+
+	// Command R: "Action: " and a json code block.
+	{name: "command-r", give: "Action: ```json\n[\n    {\n        \"tool_name\": \"get_weather\",\n        \"parameters\": {\"city\": \"Paris\"}\n    }\n]\n```",
+		want: []wantTextCall{{"get_weather", `{"city": "Paris"}`, "command-r"}}},
+	{name: "command-r-two", give: "Action: ```json\n[{\"tool_name\": \"get_time\", \"parameters\": {}}, {\"tool_name\": \"search\", \"parameters\": {\"query\": \"go\"}}]\n```",
+		want: []wantTextCall{{"get_time", `{}`, "command-r"}, {"search", `{"query": "go"}`, "command-r"}}},
+	{name: "command-r-plan-before", give: "Plan: I will look up the weather.\nAction: ```json\n[{\"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}]\n```",
+		want: []wantTextCall{{"get_weather", `{"city": "Paris"}`, "command-r"}}, content: "Plan: I will look up the weather."},
+	{name: "command-r-undeclared", give: "Action: ```json\n[{\"tool_name\": \"launch\", \"parameters\": {}}]\n```",
+		want: []wantTextCall{{"launch", `{}`, "command-r"}}},
+	{name: "command-r-string-parameters", give: "Action: ```json\n[{\"tool_name\": \"search\", \"parameters\": \"go\"}]\n```",
+		want: []wantTextCall{{"search", `"{\"tool_name\": \"search\", \"parameters\": \"go\"}"`, "command-r unread"}}},
+	{name: "command-r-directly-answer", give: "Action: ```json\n[{\"tool_name\": \"directly_answer\", \"parameters\": {}}]\n```"},
+	{name: "command-r-not-a-list", give: "Action: ```json\n{\"tool_name\": \"get_time\"}\n```"},
+	{name: "command-r-mid-line", give: "The next Action: ```json\n[{\"tool_name\": \"get_time\", \"parameters\": {}}]\n``` is shown."},
+	{name: "command-r-cut-off", give: "Action: ```json\n[{\"tool_name\": \"search\", \"parameters\": {\"query\": \"go\"", held: true},
+	{name: "command-r-example", give: "For example:\nAction: ```json\n[{\"tool_name\": \"get_time\", \"parameters\": {}}]\n```"},
+	{name: "command-r-other-language", give: "Action: ```python\nprint(1)\n```"},
 
 	// Gemma 4: call:NAME{...} with <|"|>-delimited strings.
 	{name: "gemma4", give: gemma("get_weather", "{city:"+gq("Paris")+"}"),
@@ -232,5 +256,5 @@ var textCorpus2 = []textCallCase{
 
 func init() {
 	textCallCases = append(textCallCases, textCorpus2...)
-	corpusFamilies = append(corpusFamilies, "minimax-m2", "deepseek-v3.2", "seed-oss", "internlm2", "command-r7b", "gemma4", "hunyuan-v4", "jamba", "apriel", "xlam")
+	corpusFamilies = append(corpusFamilies, "minimax-m2", "deepseek-v3.2", "seed-oss", "internlm2", "command-r7b", "command-r", "gemma4", "hunyuan-v4", "jamba", "apriel", "xlam")
 }

@@ -2,6 +2,7 @@ package repair
 
 import (
 	"strings"
+	"unicode"
 
 	"github.com/tidwall/gjson"
 )
@@ -47,6 +48,9 @@ const (
 	cohereClose = "<|END_ACTION|>"
 )
 
+// Command R's action: "Action: " and a list of calls in a json code block.
+const commandROpen = commandRAction + "```json"
+
 // Gemma 4's call: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:15}<tool_call|>:
 // keys bare, every string between <|"|> delimiters, the rest as in JSON.
 const (
@@ -64,8 +68,10 @@ func (s *textScan) invokeBlock(i int, open, close, p, format string) (int, bool)
 	inner, end := s.block(i+len(open), close)
 	closed := strings.HasSuffix(s.text[:end], close)
 	body := strings.TrimSpace(inner)
+	base := i + len(open) + leadingSpace(inner) + len(body) // body's end
 	var calls []found
 	for n := 0; body != "" && n <= maxTextCalls; n++ {
+		start := base - len(body)
 		header, rest, ok := between(body, "<"+p+"invoke", ">")
 		name, named := attribute(header, "name")
 		if !ok || !named || !validName(name) {
@@ -86,6 +92,7 @@ func (s *textScan) invokeBlock(i int, open, close, p, format string) (int, bool)
 			}
 			c = s.unread(name, strings.TrimSpace(params))
 		}
+		c.start = start
 		calls = append(calls, c)
 		body = strings.TrimSpace(after)
 	}
@@ -175,7 +182,32 @@ func (s *textScan) internLM(i int) (int, bool) {
 // tool_name, with their parameters.
 func (s *textScan) cohere(i int) (int, bool) {
 	inner, end := s.block(i+len(cohereOpen), cohereClose)
-	closed := strings.HasSuffix(s.text[:end], cohereClose)
+	return s.cohereList(i, end, i+len(cohereOpen), inner, strings.HasSuffix(s.text[:end], cohereClose), "command-r7b")
+}
+
+// commandR reads Command R's action: "Action: " and a json code block
+// holding a list of {"tool_name", "parameters"}. A list that only calls
+// directly_answer, the tool Command R's own template adds for answering
+// without one, is no call: the text stays.
+func (s *textScan) commandR(i int) (int, bool) {
+	inner, end := s.block(i+len(commandROpen), "```")
+	list := gjson.Parse(inner)
+	direct := list.IsArray()
+	list.ForEach(func(_, e gjson.Result) bool {
+		n := e.Get("tool_name").Str
+		direct = n == "directly_answer" || n == "directly-answer"
+		return direct
+	})
+	if direct {
+		return 0, false
+	}
+	return s.cohereList(i, end, i+len(commandROpen), inner, strings.HasSuffix(s.text[:end], "```"), "command-r")
+}
+
+// cohereList reads the JSON list of calls of a Cohere action, the span
+// from i to end; the list is inner, which starts at at.
+func (s *textScan) cohereList(i, end, at int, inner string, closed bool, format string) (int, bool) {
+	at += leadingSpace(inner)
 	list := gjson.Parse(strings.TrimSpace(inner))
 	if !gjson.Valid(strings.TrimSpace(inner)) || !list.IsArray() {
 		return 0, false
@@ -188,7 +220,7 @@ func (s *textScan) cohere(i int) (int, bool) {
 			ok = false
 			return false
 		}
-		c := found{name: name.Str}
+		c := found{name: name.Str, start: at + e.Index}
 		known := true
 		e.ForEach(func(k, _ gjson.Result) bool {
 			known = k.Str == "tool_name" || k.Str == "parameters" || k.Str == "tool_call_id"
@@ -201,6 +233,7 @@ func (s *textScan) cohere(i int) (int, bool) {
 			c.args = []byte("{}")
 		case closed:
 			c = s.unread(name.Str, e.Raw)
+			c.start = at + e.Index
 		default:
 			ok = false
 			return false
@@ -211,7 +244,7 @@ func (s *textScan) cohere(i int) (int, bool) {
 	if !ok || len(calls) == 0 {
 		return 0, false
 	}
-	return end, s.add(i, end, "command-r7b", calls...)
+	return end, s.add(i, end, format, calls...)
 }
 
 // gemma reads Gemma 4's call: its object, written with bare keys and
@@ -320,8 +353,10 @@ func (s *textScan) toolCallsTag(i int) (int, bool) {
 	inner, end := s.block(i+len(open), close)
 	closed := strings.HasSuffix(s.text[:end], close)
 	body := strings.TrimSpace(inner)
+	base := i + len(open) + leadingSpace(inner) + len(body) // body's end
 	var calls []found
 	for n := 0; body != "" && n <= maxTextCalls; n++ {
+		start := base - len(body)
 		call, rest, ok := between(body, "<tool_call>", "</tool_call>")
 		if !ok {
 			return 0, false // cut off, or not a call
@@ -334,6 +369,7 @@ func (s *textScan) toolCallsTag(i int) (int, bool) {
 			}
 			c = s.unread(strings.TrimSpace(name), strings.TrimSpace(call))
 		}
+		c.start = start
 		calls = append(calls, c)
 		body = strings.TrimSpace(rest)
 	}
@@ -341,4 +377,10 @@ func (s *textScan) toolCallsTag(i int) (int, bool) {
 		return 0, false
 	}
 	return end, s.add(i, end, "hunyuan-v4", calls...)
+}
+
+// leadingSpace is the length of the space t starts with, as TrimSpace
+// removes it.
+func leadingSpace(t string) int {
+	return len(t) - len(strings.TrimLeftFunc(t, unicode.IsSpace))
 }

@@ -112,6 +112,41 @@ type walker struct {
 // starts.
 const functools = "functools"
 
+// Command R's action starts a line with "Action: " and a json code block:
+// the block is a list of calls, not a quote.
+const commandRAction = "Action: "
+
+var commandRMarker = textMarker{commandROpen, "```", (*textScan).commandR}
+
+// commandRAt reports whether the code block at i is Command R's action:
+// "Action: " starts its line, after anything quoted.
+func commandRAt(t string, i, quotedEnd int) bool {
+	k := i - len(commandRAction)
+	return k >= quotedEnd && k >= 0 && t[k:i] == commandRAction && strings.HasPrefix(t[i:], "```json") &&
+		(k == 0 || t[k-1] == '\n')
+}
+
+// commandRHold returns where the last line starts when it may yet become
+// Command R's action ("Act", "Action: “"), or len(t).
+func commandRHold(t string, from int) int {
+	// Only a line shorter than the action's opening can be its start: look
+	// at that many bytes from the end, not at the whole text.
+	lo := max(from, len(t)-len(commandROpen))
+	k := strings.LastIndexByte(t[lo:], '\n')
+	switch {
+	case k >= 0:
+		k += lo + 1
+	case lo == from:
+		k = from
+	default:
+		return len(t)
+	}
+	if line := t[k:]; line != "" && len(line) < len(commandROpen) && strings.HasPrefix(commandROpen, line) {
+		return k
+	}
+	return len(t)
+}
+
 var functoolsMarker = textMarker{functools + "[", "", func(s *textScan, i int) (int, bool) {
 	return s.listMarker(i, functools, "", "phi4")
 }}
@@ -121,6 +156,9 @@ var functoolsMarker = textMarker{functools + "[", "", func(s *textScan, i int) (
 func (w *walker) anyStart(f TextFormats) bool {
 	t := w.text[w.i:]
 	if (f.Marked || f.BareJSON) && (strings.IndexByte(t, '<') >= 0 || strings.IndexByte(t, '[') >= 0) {
+		return true
+	}
+	if f.Marked && strings.IndexByte(t, '`') >= 0 && strings.Contains(t, commandROpen) {
 		return true
 	}
 	if f.BareJSON && (strings.IndexByte(t, '{') >= 0 || strings.IndexByte(t, '`') >= 0) {
@@ -141,6 +179,9 @@ func (w *walker) next() (int, *textMarker) {
 		}
 		i := w.i + j
 		switch {
+		case w.markers && commandRAt(t, i, w.quotedEnd):
+			w.i = i - len(commandRAction)
+			return w.i, &commandRMarker
 		case strings.HasPrefix(t[i:], "```"):
 			end, closed := len(t), false
 			if k := strings.Index(t[i+3:], "```"); k >= 0 {
