@@ -55,6 +55,8 @@ func TestTextCalls(t *testing.T) {
 			wantCalls: []string{`click {"selector":"#y"}`}, outcome: "repaired"},
 		{name: "command-r", content: "Plan: click it.\nAction: ```json\n[{\"tool_name\": \"click\", \"parameters\": {\"selector\": \"#c\"}}]\n```",
 			wantCalls: []string{`click {"selector":"#c"}`}, wantText: "Plan: click it.", outcome: "repaired"},
+		{name: "functionary", content: ">>>click\n{\"selector\": \"#f\"}",
+			wantCalls: []string{`click {"selector":"#f"}`}, outcome: "repaired"},
 		{name: "gemma4", content: `<|tool_call>call:click{selector:<|"|>#g<|"|>}<tool_call|>`,
 			wantCalls: []string{`click {"selector":"#g"}`}, outcome: "repaired"},
 		{name: "json-in-prose-when-json", content: "Clicking it now:\n{\"name\": \"click\", \"arguments\": {\"selector\": \"#p\"}}\n",

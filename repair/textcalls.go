@@ -45,8 +45,8 @@ type TextCall struct {
 	// "function-tag", "glm", "mistral", "llama3-json", "json-list",
 	// "pythonic", "deepseek", "harmony", "kimi-k2", "granite", "hunyuan",
 	// "phi4", "minimax-m2", "deepseek-v3.2", "seed-oss", "internlm2",
-	// "command-r7b", "command-r", "gemma4", "hunyuan-v4", "fenced-json" or
-	// "react".
+	// "command-r7b", "command-r", "gemma4", "hunyuan-v4", "functionary",
+	// "fenced-json" or "react".
 	Format string
 	// Unread is set for a call behind an explicit marker that names a tool
 	// but whose arguments cannot be read (cut off, not an object, not
@@ -88,6 +88,13 @@ func TextCalls(text string, declared []string, f TextFormats) []TextCall {
 		return nil
 	}
 	w := walker{text: text, i: from, open: -1, markers: f.Marked, keep: f.ReAct || f.BareJSON, lead: skipSpace(text, from)}
+	if f.Marked && strings.HasPrefix(text[w.lead:], fnMarker) {
+		s := &textScan{text: text, declared: declared, marked: true, quota: f.Quota, lead: w.lead}
+		if s.functionary(w.lead) {
+			return s.calls
+		}
+		return nil
+	}
 	if !w.anyStart(f) {
 		return nil
 	}
@@ -169,6 +176,10 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 		return n
 	}
 	c := skipSpace(text, from)
+	if f.Marked && c < n && (strings.HasPrefix(text[c:], fnMarker) || strings.HasPrefix(fnMarker, text[c:])) {
+		// Functionary's segments are read whole, at the end.
+		return functionaryHold(text, c)
+	}
 	w := walker{text: text, i: from, open: -1, markers: f.Marked, keep: f.ReAct || f.BareJSON, lead: c}
 	if !w.anyStart(f) {
 		if f.Marked && c < n && (glmLeadMayCall(text[c:], declared) || strings.HasPrefix(functools+"[", text[c:])) {

@@ -277,7 +277,8 @@ func TestTextCallHold(t *testing.T) {
 			// first word may not start one (GLM's name without its opener,
 			// Phi-4's functools).
 			first, _, _ := strings.Cut(strings.TrimSpace(tt.give), " ")
-			plain := !strings.ContainsAny(tt.give, "<[{`A") && !strings.HasPrefix(functools, first[:min(len(first), 1)])
+			plain := !strings.ContainsAny(tt.give, "<[{`A") && !strings.HasPrefix(functools, first[:min(len(first), 1)]) &&
+				!strings.HasPrefix(first, ">") // Functionary's >>> where the content starts
 			for _, d := range declared {
 				plain = plain && (first == "" || !strings.HasPrefix(d, first[:1]))
 			}
@@ -336,7 +337,7 @@ var marked = map[string]bool{
 	"hermes": true, "qwen3-coder-xml": true, "function-tag": true, "glm": true, "mistral": true,
 	"llama3-json": true, "json-list": true, "pythonic": true, "deepseek": true,
 	"harmony": true, "kimi-k2": true, "granite": true, "hunyuan": true, "phi4": true,
-	"minimax-m2": true, "deepseek-v3.2": true, "seed-oss": true, "internlm2": true, "command-r7b": true, "command-r": true, "gemma4": true, "hunyuan-v4": true,
+	"minimax-m2": true, "deepseek-v3.2": true, "seed-oss": true, "internlm2": true, "command-r7b": true, "command-r": true, "gemma4": true, "hunyuan-v4": true, "functionary": true,
 }
 
 func TestTextCallsLimits(t *testing.T) {

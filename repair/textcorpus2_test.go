@@ -183,6 +183,23 @@ var textCorpus2 = []textCallCase{
 	{name: "command-r-example", give: "For example:\nAction: ```json\n[{\"tool_name\": \"get_time\", \"parameters\": {}}]\n```"},
 	{name: "command-r-other-language", give: "Action: ```python\nprint(1)\n```"},
 
+	// Functionary v3.2: ">>>NAME" lines and JSON objects, the whole content.
+	{name: "functionary", give: ">>>get_weather\n{\"city\": \"Paris\"}",
+		want: []wantTextCall{{"get_weather", `{"city": "Paris"}`, "functionary"}}},
+	{name: "functionary-two", give: ">>>get_time\n{}\n>>>click\n{\"selector\": \"#go\"}",
+		want: []wantTextCall{{"get_time", `{}`, "functionary"}, {"click", `{"selector": "#go"}`, "functionary"}}},
+	{name: "functionary-no-newline-between", give: ">>>get_time\n{}>>>search\n{\"query\": \"go\"}",
+		want: []wantTextCall{{"get_time", `{}`, "functionary"}, {"search", `{"query": "go"}`, "functionary"}}},
+	{name: "functionary-undeclared", give: ">>>launch\n{}",
+		want: []wantTextCall{{"launch", `{}`, "functionary"}}},
+	{name: "functionary-all", give: ">>>all\nThe weather in Paris is mild."},
+	{name: "functionary-all-then-call", give: ">>>all\nLet me check.>>>get_time\n{}"},
+	{name: "functionary-not-an-object", give: ">>>search\ngo"},
+	{name: "functionary-cut-off", give: ">>>search\n{\"query\": \"go\"", held: true},
+	{name: "functionary-mid-text", give: "A quote:\n>>>get_time\n{}"},
+	{name: "functionary-trailing-prose", give: ">>>get_time\n{}\nThat is how."},
+	{name: "functionary-python-prompt", give: ">>> print(1)\n1"},
+
 	// Gemma 4: call:NAME{...} with <|"|>-delimited strings.
 	{name: "gemma4", give: gemma("get_weather", "{city:"+gq("Paris")+"}"),
 		want: []wantTextCall{{"get_weather", `{"city":"Paris"}`, "gemma4"}}},
@@ -256,5 +273,5 @@ var textCorpus2 = []textCallCase{
 
 func init() {
 	textCallCases = append(textCallCases, textCorpus2...)
-	corpusFamilies = append(corpusFamilies, "minimax-m2", "deepseek-v3.2", "seed-oss", "internlm2", "command-r7b", "command-r", "gemma4", "hunyuan-v4", "jamba", "apriel", "xlam")
+	corpusFamilies = append(corpusFamilies, "minimax-m2", "deepseek-v3.2", "seed-oss", "internlm2", "command-r7b", "command-r", "gemma4", "hunyuan-v4", "functionary", "jamba", "apriel", "xlam")
 }

@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"io"
 	"strings"
 	"unicode"
 
@@ -383,4 +384,90 @@ func (s *textScan) toolCallsTag(i int) (int, bool) {
 // removes it.
 func leadingSpace(t string) int {
 	return len(t) - len(strings.TrimLeftFunc(t, unicode.IsSpace))
+}
+
+// Functionary v3.2's recipient marker: ">>>NAME\n" and the arguments, a
+// JSON object; ">>>all\n" starts text for the user.
+const fnMarker = ">>>"
+
+// functionary reads a content that is Functionary v3.2's segments from c
+// (the content's start) to its end: each ">>>NAME" on its own line, then a
+// JSON object. It is read only when every segment is a call: a segment
+// for "all" is the model's words to the user, and a content that mixes
+// them with calls is left as text.
+func (s *textScan) functionary(c int) bool {
+	t := s.text
+	for k, n := c, 0; k < len(t); n++ {
+		if n == maxTextCalls || !strings.HasPrefix(t[k:], fnMarker) {
+			return false
+		}
+		h := k + len(fnMarker)
+		nl := strings.IndexByte(t[h:], '\n')
+		if nl < 0 {
+			return false
+		}
+		name := t[h : h+nl]
+		j := skipSpace(t, h+nl+1)
+		if name == "all" || !fnName(name) || j >= len(t) || t[j] != '{' {
+			return false
+		}
+		end, ok := jsonValueEnd(t, j)
+		if !ok {
+			return false
+		}
+		next := skipSpace(t, end)
+		if !s.add(k, next, "functionary", found{name: name, args: []byte(t[j:end])}) {
+			return false
+		}
+		k = next
+	}
+	return len(s.calls) > 0
+}
+
+// functionaryHold returns c while the content from c may still become
+// Functionary segments that are all calls, and len(t) once it cannot: a
+// segment for "all", a name that is none, arguments that are no object,
+// or text after a call that opens no segment.
+func functionaryHold(t string, c int) int {
+	for k, n := c, 0; n <= maxTextCalls; n++ {
+		switch {
+		case k == len(t), strings.HasPrefix(fnMarker, t[k:]):
+			return c // the next segment may yet come
+		case !strings.HasPrefix(t[k:], fnMarker):
+			return len(t)
+		}
+		h := k + len(fnMarker)
+		nl := strings.IndexByte(t[h:], '\n')
+		if nl < 0 {
+			if name := t[h:]; name == "" || strings.HasPrefix("all", name) || fnName(name) {
+				return c
+			}
+			return len(t)
+		}
+		name := t[h : h+nl]
+		j := skipSpace(t, h+nl+1)
+		switch {
+		case name == "all" || !fnName(name):
+			return len(t)
+		case j == len(t):
+			return c
+		case t[j] != '{':
+			return len(t)
+		}
+		end, ok := jsonValueEnd(t, j)
+		if !ok {
+			if _, err := jsonEnd(t, j); err == io.ErrUnexpectedEOF {
+				return c // cut off so far
+			}
+			return len(t)
+		}
+		k = skipSpace(t, end)
+	}
+	return len(t)
+}
+
+// fnName reports whether a Functionary header names a recipient: a name
+// right after ">>>", with no space in it (">>> print(1)" is a prompt).
+func fnName(name string) bool {
+	return validName(name) && !strings.ContainsAny(name, " \t\r")
 }
