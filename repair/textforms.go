@@ -470,6 +470,13 @@ func (s *textScan) bareJSON(c int) bool {
 		end, ok := s.callList(c, c, "json-list")
 		return ok && end == stop
 	}
+	if list, ok := xlamList(t[c:stop]); ok {
+		// xLAM's {"tool_calls": [...]}: the list is the calls, the object
+		// their span.
+		end, ok := s.callList(c, c+list, "json-list")
+		return ok && skipSpace(t, end) < stop && t[skipSpace(t, end)] == '}' && skipSpace(t, skipSpace(t, end)+1) >= stop &&
+			s.extendLast(stop)
+	}
 	var calls []found
 	for k := c; ; {
 		e, ok := jsonValueEnd(t, k)
@@ -497,6 +504,34 @@ func (s *textScan) bareJSON(c int) bool {
 			return false
 		}
 	}
+}
+
+// xlamList returns where the list of t starts when t is xLAM's object
+// {"tool_calls": [...]}, whose only member is that list.
+func xlamList(t string) (int, bool) {
+	r := gjson.Parse(t)
+	if !gjson.Valid(t) || !r.IsObject() {
+		return 0, false
+	}
+	n, list := 0, gjson.Result{}
+	r.ForEach(func(k, v gjson.Result) bool {
+		n++
+		if k.Str == "tool_calls" {
+			list = v
+		}
+		return n == 1
+	})
+	if n != 1 || !list.IsArray() || list.Index <= 0 {
+		return 0, false
+	}
+	return list.Index, true
+}
+
+// extendLast makes the last call's span end at end: the object around a
+// list of calls is theirs too.
+func (s *textScan) extendLast(end int) bool {
+	s.calls[len(s.calls)-1].End = end
+	return true
 }
 
 // fencedJSON reads the one code block of the text when it ends the text,
