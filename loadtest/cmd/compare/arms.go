@@ -19,15 +19,18 @@ const clickTools = `[{"type":"function","function":{"name":"click","description"
 // chatBody is a chat completion request declaring the click tool; the fake
 // upstream picks its reply by model (valid, repair, reask). With history, the
 // messages are longHistory before the last instruction.
-func chatBody(model string, stream, history bool) string {
-	s, h := "", ""
+func chatBody(model string, stream, history, noTools bool) string {
+	s, h, t := "", "", `,"tools":`+clickTools
 	if stream {
 		s = `,"stream":true`
 	}
 	if history {
 		h = longHistory
 	}
-	return `{"model":"` + model + `","messages":[` + h + `{"role":"user","content":"Click the login button."}],"tools":` + clickTools + s + `}`
+	if noTools {
+		t = ""
+	}
+	return `{"model":"` + model + `","messages":[` + h + `{"role":"user","content":"Click the login button."}]` + t + s + `}`
 }
 
 // longHistory is the messages an agent sends back after a few dozen turns
@@ -54,6 +57,7 @@ type arm struct {
 	model   string
 	stream  bool
 	history bool // send longHistory
+	noTools bool // declare no tools: nothing to inspect
 	// responses sends the request on the Responses API (POST
 	// /v1/responses), not Chat Completions.
 	responses bool
@@ -77,6 +81,9 @@ var allArms = []arm{
 	{name: "history-direct", target: "direct", model: "valid", history: true, base: "history-direct", bare: "history-reverseproxy"},
 	{name: "history-reverseproxy", target: "bare", model: "valid", history: true, base: "history-direct", bare: "history-reverseproxy"},
 	{name: "history-toolguard", target: "guard", model: "valid", history: true, outcome: "valid", base: "history-direct", bare: "history-reverseproxy"},
+	{name: "notools-direct", target: "direct", model: "valid", noTools: true, base: "notools-direct", bare: "notools-reverseproxy"},
+	{name: "notools-reverseproxy", target: "bare", model: "valid", noTools: true, base: "notools-direct", bare: "notools-reverseproxy"},
+	{name: "notools-toolguard", target: "guard", model: "valid", noTools: true, base: "notools-direct", bare: "notools-reverseproxy"},
 	{name: "responses-direct", target: "direct", model: "valid", responses: true, base: "responses-direct", bare: "responses-reverseproxy"},
 	{name: "responses-reverseproxy", target: "bare", model: "valid", responses: true, base: "responses-direct", bare: "responses-reverseproxy"},
 	{name: "responses-toolguard", target: "guard", model: "valid", responses: true, outcome: "valid", base: "responses-direct", bare: "responses-reverseproxy"},
@@ -99,7 +106,7 @@ func (a arm) body() string {
 	if a.responses {
 		return responsesBody(a.model, a.stream)
 	}
-	return chatBody(a.model, a.stream, a.history)
+	return chatBody(a.model, a.stream, a.history, a.noTools)
 }
 
 // responsesBody is a Responses request declaring click, flat.

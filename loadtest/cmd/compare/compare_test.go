@@ -39,8 +39,21 @@ func TestCPUTimeOfThisProcess(t *testing.T) {
 	}
 }
 
+// TestNoToolsBodyDeclaresNone: the arm without tools sends valid JSON with
+// no tools member, so toolguard has nothing to inspect.
+func TestNoToolsBodyDeclaresNone(t *testing.T) {
+	body := chatBody("valid", false, false, true)
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := v["tools"]; ok {
+		t.Errorf("the body declares tools: %s", body)
+	}
+}
+
 func TestLongHistoryIsAbout40KB(t *testing.T) {
-	body := chatBody("valid", false, true)
+	body := chatBody("valid", false, true, false)
 	var v struct{ Messages []json.RawMessage }
 	if err := json.Unmarshal([]byte(body), &v); err != nil {
 		t.Fatal(err)
