@@ -61,29 +61,7 @@ func (s *Schema) ValidJSON(data []byte, b *Budget) bool {
 // rawReadable reports whether data is one JSON value that Decode would
 // accept: valid, and nested no deeper than its limit.
 func rawReadable(data []byte) bool {
-	depth, inString, escaped := 0, false, false
-	for _, c := range data {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > maxDecodeDepth {
-				return false
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return gjson.ValidBytes(data)
+	return !nestedDeeper(data, maxDecodeDepth) && gjson.ValidBytes(data)
 }
 
 func (f *fastSchema) validRaw(v gjson.Result, r *fastRun) bool {

@@ -25,6 +25,15 @@ func checkLimits(raw []byte) error {
 	if len(raw) > MaxSchemaBytes {
 		return ErrSchemaTooLarge{fmt.Sprintf("%d bytes, over the limit of %d", len(raw), MaxSchemaBytes)}
 	}
+	if nestedDeeper(raw, MaxSchemaDepth) {
+		return ErrSchemaTooLarge{fmt.Sprintf("nested deeper than %d levels", MaxSchemaDepth)}
+	}
+	return nil
+}
+
+// nestedDeeper reports whether the brackets of the JSON text raw, outside
+// its strings, nest deeper than max. One pass, without decoding.
+func nestedDeeper(raw []byte, max int) bool {
 	depth, inString, escaped := 0, false, false
 	for _, c := range raw {
 		switch {
@@ -40,13 +49,12 @@ func checkLimits(raw []byte) error {
 		case c == '"':
 			inString = true
 		case c == '{' || c == '[':
-			depth++
-			if depth > MaxSchemaDepth {
-				return ErrSchemaTooLarge{fmt.Sprintf("nested deeper than %d levels", MaxSchemaDepth)}
+			if depth++; depth > max {
+				return true
 			}
 		case c == '}' || c == ']':
 			depth--
 		}
 	}
-	return nil
+	return false
 }
