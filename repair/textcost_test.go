@@ -1,0 +1,72 @@
+package repair
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// textCostInputs are crafted contents for the readers of textinvoke.go,
+// each n times a unit: many parameters in one call, unclosed tags in a
+// closed block, deep or wide objects, long lists, segments. Each is what a
+// hostile upstream could send as a reply's content.
+var textCostInputs = map[string]func(n int) string{
+	"minimax-params": func(n int) string {
+		return mm(mmInvoke("search", strings.Repeat(`<parameter name="q">x</parameter>`, n)))
+	},
+	"minimax-unclosed": func(n int) string { return mm(mmInvoke("search", strings.Repeat(`<parameter name="q">x`, n))) },
+	"dsml-params": func(n int) string {
+		return dsml(dsw, dsmlInvoke(dsw, "search", strings.Repeat(dsmlParam(dsw, "q", "false", "[1,2]"), n)))
+	},
+	"gemma-wide":       func(n int) string { return gemma("search", "{"+strings.Repeat("k:"+gq("v")+",", n)+"z:1}") },
+	"gemma-deep":       func(n int) string { return gemma("search", strings.Repeat("{a:", n)+"1"+strings.Repeat("}", n)) },
+	"gemma-open-quote": func(n int) string { return gemma("search", "{q:"+gemmaQuote+strings.Repeat("x", 8*n)) },
+	"cohere-list": func(n int) string {
+		return cohere("[" + strings.Repeat(`{"tool_name":"get_time","x":1},`, n) + `{"tool_name":"get_time"}]`)
+	},
+	"command-r-list": func(n int) string {
+		return "Action: ```json\n[" + strings.Repeat(`{"tool_name":"get_time","parameters":{"a":[1,2,3]}},`, n) + "{}]\n```"
+	},
+	"hunyuan-v4-pairs": func(n int) string {
+		return "<tool_calls><tool_call>search" + strings.Repeat("<arg_key>q</arg_key><arg_value>v</arg_value>", n) + "</tool_call></tool_calls>"
+	},
+	"functionary-segments": func(n int) string { return strings.Repeat(">>>get_time\n{\"a\":[1,2,3]}\n", n) },
+	"seed-params": func(n int) string {
+		return seedCall("search", strings.Repeat("<parameter=q>\nv\n</parameter>\n", n))
+	},
+	"internlm-object": func(n int) string {
+		return intern(`{"name": "search", "parameters": {` + strings.Repeat(`"a": [1, 2],`, n) + `"z": 1}}`)
+	},
+}
+
+// textCost is what reading text for calls and computing its stream hold
+// allocates, in bytes: the work of the readers, which build what they read.
+func textCost(text string) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 3 {
+		TextCalls(text, textTools, allTextFormats)
+		TextCallHold(text, textTools, allTextFormats)
+	}
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestTextCallReadersCostIsLinear: doubling a crafted content at most
+// doubles (with slack) what reading it costs, for every reader added for
+// the formats of textinvoke.go.
+func TestTextCallReadersCostIsLinear(t *testing.T) {
+	for name, build := range textCostInputs {
+		t.Run(name, func(t *testing.T) {
+			small, large := build(1000), build(2000)
+			if len(large) > maxTextScan {
+				t.Fatalf("%d bytes: over the scan limit, not read at all", len(large))
+			}
+			a, b := textCost(small), textCost(large)
+			t.Logf("%d bytes: %d B allocated; %d bytes: %d B", len(small), a, len(large), b)
+			if b > 3*a+64<<10 {
+				t.Errorf("doubling the content (%d to %d bytes) took the allocations from %d to %d bytes", len(small), len(large), a, b)
+			}
+		})
+	}
+}
