@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -124,7 +125,7 @@ func TextCalls(text string, declared []string, f TextFormats) []TextCall {
 		// ReAct's Action lines outside the calls read (Command R's action
 		// is one such line) would be a second family of call in one text:
 		// which is meant is a guess.
-		if f.ReAct && s.react(from, withCalls(w.quoted, s.calls)) != 0 {
+		if f.ReAct && s.react(from, withCalls(w.quoted, s.calls, text)) != 0 {
 			return nil
 		}
 		return s.calls
@@ -191,14 +192,13 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 		return n
 	}
 	hold := n
-	var first *textMarker
 	if i, m := w.next(); i >= 0 {
-		first = m
 		hold = markerHold(text, from, i, m, declared)
 		if !readable(&w, declared, from, i, m, f.Quota) {
 			return n // a call that TextCalls refuses, and with it the text
 		}
 	}
+	held := hold // from here, the text is held as a marked call
 	if f.Marked || f.BareJSON {
 		hold = min(hold, w.partialMarker(f.Marked, f.BareJSON))
 	}
@@ -220,9 +220,10 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 	if f.BareJSON && w.fences == 1 && w.i == n && fenceMayCall(text, from, w.lastFence, w.lastClosed) {
 		hold = min(hold, w.lastFence.start)
 	}
-	if f.ReAct && first != &commandRMarker {
-		// (Command R's action is an Action line that is no ReAct call.)
-		a, failed := reactHold(text, from, w.quoted, declared)
+	if f.ReAct {
+		// ReAct reads the prose before what is held as a call (Command R's
+		// action is an "Action:" line).
+		a, failed := reactHold(text[:held], from, w.quoted, declared)
 		if failed {
 			return n
 		}
@@ -231,10 +232,12 @@ func TextCallHold(text string, declared []string, f TextFormats) int {
 	return hold
 }
 
-// withCalls returns the quoted spans and the spans of Command R's calls
-// (whose Action lines are no ReAct calls), in order.
-func withCalls(quoted []span, calls []TextCall) []span {
-	if calls[0].Format != "command-r" {
+// withCalls returns the quoted spans and the spans of calls read, in
+// order: text a call was read from is no prose for ReAct to read (Command
+// R's action is an "Action:" line). Calls whose text holds no "Action"
+// leave the spans as they are, without a copy.
+func withCalls(quoted []span, calls []TextCall, text string) []span {
+	if !slices.ContainsFunc(calls, func(c TextCall) bool { return strings.Contains(text[c.Start:c.End], "Action") }) {
 		return quoted
 	}
 	out := append([]span(nil), quoted...)
