@@ -107,43 +107,11 @@ func TestMessages(t *testing.T) {
 				if len(*reasks) != tt.wantReasks {
 					t.Errorf("%d re-asks, want %d", len(*reasks), tt.wantReasks)
 				}
-				var final gjson.Result
-				if stream {
-					s := readMessagesStream(t, body)
-					if tt.wantStatus == 400 {
-						if s.err.Get("type").Str != "error" || s.err.Get("error.type").Str != "invalid_request_error" || s.err.Get("error.code").Str != "tool_call_invalid" {
-							t.Fatalf("stream ends with error %s, want tool_call_invalid:\n%s", s.err.Raw, body)
-						}
-						return
-					}
-					if s.err.Exists() {
-						t.Fatalf("stream ends with error %s", s.err.Raw)
-					}
-					if tt.outcome != "none" && !strings.Contains(s.comment, "outcome="+tt.outcome) {
-						t.Errorf("comment %q, want outcome %s", s.comment, tt.outcome)
-					}
-					final = s.message
-				} else {
-					if resp.StatusCode != tt.wantStatus {
-						t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, body)
-					}
-					if got := header(resp, "X-Toolguard-Outcome"); got != tt.outcome {
-						t.Errorf("outcome %q, want %q", got, tt.outcome)
-					}
-					if tt.wantStatus == 400 {
-						e := mustJSON(t, body)
-						if e.Get("type").Str != "error" || e.Get("error.type").Str != "invalid_request_error" ||
-							e.Get("error.code").Str != "tool_call_invalid" || !e.Get("error.details.0.errors").IsArray() ||
-							!strings.Contains(e.Get("error.message").Str, "could not be made valid") {
-							t.Errorf("failure body is not Anthropic's error shape: %s", body)
-						}
-						if header(resp, "X-Should-Retry") != "false" {
-							t.Errorf("x-should-retry %q", header(resp, "X-Should-Retry"))
-						}
-						return
-					}
-					final = mustJSON(t, body)
+				if tt.wantStatus == 400 {
+					checkMessagesFailure(t, resp, body, stream, tt.outcome)
+					return
 				}
+				final := assembledMessage(t, resp, body, stream, tt.outcome)
 				if diff := cmp.Diff(messageCalls(final), tt.wantCalls); diff != "" {
 					t.Errorf("calls in the message (-got +want):\n%s", diff)
 				}
@@ -167,6 +135,58 @@ func TestMessages(t *testing.T) {
 			})
 		}
 	}
+}
+
+// checkMessagesFailure checks that a reply to /v1/messages is toolguard's
+// failure in Anthropic's shape: an error event, or a 400 with the outcome.
+func checkMessagesFailure(t *testing.T, resp *http.Response, body []byte, stream bool, outcome string) {
+	t.Helper()
+	if stream {
+		s := readMessagesStream(t, body)
+		if s.err.Get("type").Str != "error" || s.err.Get("error.type").Str != "invalid_request_error" || s.err.Get("error.code").Str != "tool_call_invalid" {
+			t.Fatalf("stream ends with error %s, want tool_call_invalid:\n%s", s.err.Raw, body)
+		}
+		return
+	}
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("status %d, want 400: %s", resp.StatusCode, body)
+	}
+	if got := header(resp, "X-Toolguard-Outcome"); got != outcome {
+		t.Errorf("outcome %q, want %q", got, outcome)
+	}
+	e := mustJSON(t, body)
+	if e.Get("type").Str != "error" || e.Get("error.type").Str != "invalid_request_error" ||
+		e.Get("error.code").Str != "tool_call_invalid" || !e.Get("error.details.0.errors").IsArray() ||
+		!strings.Contains(e.Get("error.message").Str, "could not be made valid") {
+		t.Errorf("failure body is not Anthropic's error shape: %s", body)
+	}
+	if header(resp, "X-Should-Retry") != "false" {
+		t.Errorf("x-should-retry %q", header(resp, "X-Should-Retry"))
+	}
+}
+
+// assembledMessage is the message a client assembles from a successful
+// reply to /v1/messages, streamed or not, after checking that toolguard
+// reported outcome (a stream says nothing for "none").
+func assembledMessage(t *testing.T, resp *http.Response, body []byte, stream bool, outcome string) gjson.Result {
+	t.Helper()
+	if stream {
+		s := readMessagesStream(t, body)
+		if s.err.Exists() {
+			t.Fatalf("stream ends with error %s", s.err.Raw)
+		}
+		if outcome != "none" && !strings.Contains(s.comment, "outcome="+outcome) {
+			t.Errorf("comment %q, want outcome %s", s.comment, outcome)
+		}
+		return s.message
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, want 200: %s", resp.StatusCode, body)
+	}
+	if got := header(resp, "X-Toolguard-Outcome"); got != outcome {
+		t.Errorf("outcome %q, want %q", got, outcome)
+	}
+	return mustJSON(t, body)
 }
 
 // messagesStream is a streamed message as Anthropic's SDKs assemble it

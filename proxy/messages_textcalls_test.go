@@ -69,25 +69,7 @@ func TestMessagesTextCalls(t *testing.T) {
 					extra = `,"stream":true`
 				}
 				resp, body := post(t, srv, "/v1/messages", messagesRequest(extra))
-				var final gjson.Result
-				if stream {
-					s := readMessagesStream(t, body)
-					if s.err.Exists() {
-						t.Fatalf("stream ends with error %s", s.err.Raw)
-					}
-					if tt.outcome != "none" && !strings.Contains(s.comment, "outcome="+tt.outcome) {
-						t.Errorf("comment %q, want outcome %s", s.comment, tt.outcome)
-					}
-					final = s.message
-				} else {
-					if resp.StatusCode != 200 {
-						t.Fatalf("status %d: %s", resp.StatusCode, body)
-					}
-					if got := header(resp, "X-Toolguard-Outcome"); got != tt.outcome {
-						t.Errorf("outcome %q, want %q", got, tt.outcome)
-					}
-					final = mustJSON(t, body)
-				}
+				final := assembledMessage(t, resp, body, stream, tt.outcome)
 				if diff := cmp.Diff(messageCalls(final), tt.wantCalls); diff != "" {
 					t.Errorf("calls (-got +want):\n%s\n%s", diff, body)
 				}
