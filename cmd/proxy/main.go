@@ -23,6 +23,7 @@ import (
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
 	"github.com/prometheus/common/version"
 
+	"github.com/toolguard/toolguard/internal/logbuf"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy"
 )
@@ -68,7 +69,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	}
 	// The log is written by a background writer, off the request path; a
 	// clean exit writes every line first.
-	logOut := newBufferedLog(stderr, cfg.LogFlushInterval)
+	logOut := logbuf.New(stderr, cfg.LogFlushInterval)
 	defer logOut.Close()
 	logger, err := newLogger(cfg, logOut)
 	if err != nil {

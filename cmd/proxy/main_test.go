@@ -402,3 +402,46 @@ func grepLines(s, substr string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestCleanShutdownWritesEveryLogLine runs toolguard as main does, with
+// its default (background) log writer and with an hour's flush interval,
+// sends requests, shuts down, and counts one access-log line per request.
+func TestCleanShutdownWritesEveryLogLine(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	}))
+	defer up.Close()
+	for _, interval := range []string{"0s", "1h"} {
+		t.Run(interval, func(t *testing.T) {
+			ctx, stop := context.WithCancel(context.Background())
+			ready := make(chan string, 1)
+			done := make(chan error, 1)
+			var logs syncWriter
+			env := []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_DRAIN_DELAY=0s", "TOOLGUARD_UPSTREAM_URL=" + up.URL + "/v1",
+				"TOOLGUARD_LOG_FLUSH_INTERVAL=" + interval}
+			go func() { done <- run(ctx, nil, env, io.Discard, &logs, ready) }()
+			addr := <-ready
+			const n = 300
+			for range n {
+				resp, err := http.Get("http://" + addr + "/v1/models")
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			stop()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			log := logs.String()
+			if got := strings.Count(log, `"msg":"request"`); got != n {
+				t.Errorf("%d access-log lines for %d requests", got, n)
+			}
+			if !strings.HasSuffix(log, "\n") || !strings.Contains(log[strings.LastIndex(log[:len(log)-1], "\n")+1:], `"msg":"stopped"`) {
+				t.Errorf("the last line is not the exit line:\n%s", log[max(0, len(log)-500):])
+			}
+		})
+	}
+}

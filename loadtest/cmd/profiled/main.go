@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolguard/toolguard/internal/logbuf"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy"
 )
@@ -48,7 +49,10 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// The log goes through the background writer, as cmd/proxy's does.
+	logOut := logbuf.New(os.Stderr, cfg.LogFlushInterval)
+	defer logOut.Close()
+	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level}))
 	h, err := proxy.New(proxy.Options{Config: cfg, Logger: logger})
 	if err != nil {
 		return err

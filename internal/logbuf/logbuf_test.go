@@ -1,11 +1,8 @@
-package main
+package logbuf
 
 import (
-	"context"
+	"bytes"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -35,7 +32,7 @@ func TestBufferedLog(t *testing.T) {
 	for _, interval := range []time.Duration{0, time.Hour} {
 		t.Run(interval.String(), func(t *testing.T) {
 			var out countingWriter
-			b := newBufferedLog(&out, interval)
+			b := New(&out, interval)
 			var wg sync.WaitGroup
 			for g := range 4 {
 				wg.Add(1)
@@ -67,7 +64,7 @@ func TestBufferedLog(t *testing.T) {
 			}
 			// A full buffer wakes the writer; a wake that arrives while it
 			// writes can make one short write after each full one.
-			if interval > 0 && out.writes > 2*(out.b.Len()/logBufferSize)+2 {
+			if interval > 0 && out.writes > 2*(out.b.Len()/bufferSize)+2 {
 				t.Errorf("%d writes for %d bytes: the buffer is not written when full only", out.writes, out.b.Len())
 			}
 		})
@@ -93,7 +90,7 @@ func (w *blockedWriter) Write(p []byte) (int, error) {
 // and once it takes them again every line comes out.
 func TestBufferedLogIsBounded(t *testing.T) {
 	out := &blockedWriter{entered: make(chan struct{}), release: make(chan struct{})}
-	b := newBufferedLog(out, 0)
+	b := New(out, 0)
 	line := []byte(strings.Repeat("x", 999) + "\n")
 	b.Write(line)
 	<-out.entered // the writer holds the first line and waits
@@ -132,49 +129,6 @@ func TestBufferedLogIsBounded(t *testing.T) {
 	}
 }
 
-// TestCleanShutdownWritesEveryLogLine runs toolguard as main does, with
-// its default (background) log writer and with an hour's flush interval,
-// sends requests, shuts down, and counts one access-log line per request.
-func TestCleanShutdownWritesEveryLogLine(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"object":"list","data":[]}`)
-	}))
-	defer up.Close()
-	for _, interval := range []string{"0s", "1h"} {
-		t.Run(interval, func(t *testing.T) {
-			ctx, stop := context.WithCancel(context.Background())
-			ready := make(chan string, 1)
-			done := make(chan error, 1)
-			var logs syncWriter
-			env := []string{"TOOLGUARD_LISTEN_ADDR=127.0.0.1:0", "TOOLGUARD_DRAIN_DELAY=0s", "TOOLGUARD_UPSTREAM_URL=" + up.URL + "/v1",
-				"TOOLGUARD_LOG_FLUSH_INTERVAL=" + interval}
-			go func() { done <- run(ctx, nil, env, io.Discard, &logs, ready) }()
-			addr := <-ready
-			const n = 300
-			for range n {
-				resp, err := http.Get("http://" + addr + "/v1/models")
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			stop()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-			log := logs.String()
-			if got := strings.Count(log, `"msg":"request"`); got != n {
-				t.Errorf("%d access-log lines for %d requests", got, n)
-			}
-			if !strings.HasSuffix(log, "\n") || !strings.Contains(log[strings.LastIndex(log[:len(log)-1], "\n")+1:], `"msg":"stopped"`) {
-				t.Errorf("the last line is not the exit line:\n%s", log[max(0, len(log)-500):])
-			}
-		})
-	}
-}
-
 // BenchmarkLogWrite compares a log line written to a file at once with
 // one buffered and written at an interval.
 func BenchmarkLogWrite(b *testing.B) {
@@ -188,7 +142,7 @@ func BenchmarkLogWrite(b *testing.B) {
 			defer f.Close()
 			var w interface{ Write([]byte) (int, error) } = f
 			if buffered {
-				bl := newBufferedLog(f, 100*time.Millisecond)
+				bl := New(f, 100*time.Millisecond)
 				defer bl.Close()
 				w = bl
 			}
@@ -197,4 +151,21 @@ func BenchmarkLogWrite(b *testing.B) {
 			}
 		})
 	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

@@ -1,4 +1,6 @@
-package main
+// Package logbuf takes log lines off the request path: a Writer gathers
+// them in memory and a background goroutine writes them in batches.
+package logbuf
 
 import (
 	"io"
@@ -6,9 +8,9 @@ import (
 	"time"
 )
 
-// logBufferSize is what a log with a flush interval holds before it is
+// bufferSize is what a log with a flush interval holds before it is
 // written anyway.
-const logBufferSize = 64 << 10
+const bufferSize = 64 << 10
 
 // maxLogBuffered bounds the lines waiting to be written: a request that
 // would add past it waits until the writer has caught up, so a slow log
@@ -16,15 +18,15 @@ const logBufferSize = 64 << 10
 // lines.
 const maxLogBuffered = 256 << 10
 
-// bufferedLog takes log lines off the request path: Write copies a line
+// Writer takes log lines off the request path: Write copies a line
 // into a buffer and a background writer writes what has gathered in one
 // system call. With an interval (the default is 50ms) it writes at that
-// interval, when logBufferSize is reached, and at Close; with none, as soon
+// interval, when bufferSize is reached, and at Close; with none, as soon
 // as it runs, which under load is close to one write per line again. Close writes
 // every line given before it returns, so a clean shutdown loses none; what
 // a kill (SIGKILL, out of memory) loses is the lines not written yet: with
 // no interval, those of the last moments, with one, up to an interval's.
-type bufferedLog struct {
+type Writer struct {
 	w        io.Writer
 	interval time.Duration
 
@@ -41,8 +43,8 @@ type bufferedLog struct {
 	done  chan struct{}
 }
 
-func newBufferedLog(w io.Writer, interval time.Duration) *bufferedLog {
-	b := &bufferedLog{w: w, interval: interval, wake: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+func New(w io.Writer, interval time.Duration) *Writer {
+	b := &Writer{w: w, interval: interval, wake: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	b.space.L = &b.mu
 	go b.writeLoop()
 	return b
@@ -50,7 +52,7 @@ func newBufferedLog(w io.Writer, interval time.Duration) *bufferedLog {
 
 // Write implements io.Writer; slog handlers write one whole line per call,
 // and a line is never split between two writes.
-func (b *bufferedLog) Write(p []byte) (int, error) {
+func (b *Writer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	for !b.closed && len(b.buf) > 0 && len(b.buf)+len(p) > maxLogBuffered {
 		b.signal()
@@ -65,7 +67,7 @@ func (b *bufferedLog) Write(p []byte) (int, error) {
 		return b.w.Write(p)
 	}
 	b.buf = append(b.buf, p...)
-	if b.interval == 0 || len(b.buf) >= logBufferSize {
+	if b.interval == 0 || len(b.buf) >= bufferSize {
 		b.signal()
 	}
 	b.mu.Unlock()
@@ -73,7 +75,7 @@ func (b *bufferedLog) Write(p []byte) (int, error) {
 }
 
 // signal wakes the writer if it is not already awake.
-func (b *bufferedLog) signal() {
+func (b *Writer) signal() {
 	select {
 	case b.wake <- struct{}{}:
 	default:
@@ -82,7 +84,7 @@ func (b *bufferedLog) signal() {
 
 // writeLoop writes what has gathered whenever it is woken (or at each
 // interval), and everything left when stopped.
-func (b *bufferedLog) writeLoop() {
+func (b *Writer) writeLoop() {
 	defer close(b.done)
 	var tick <-chan time.Time
 	if b.interval > 0 {
@@ -107,7 +109,7 @@ func (b *bufferedLog) writeLoop() {
 }
 
 // writeOut writes the lines gathered so far in one call.
-func (b *bufferedLog) writeOut() {
+func (b *Writer) writeOut() {
 	b.mu.Lock()
 	out := b.buf
 	b.buf, b.spare = b.spare[:0], nil
@@ -133,7 +135,7 @@ func (b *bufferedLog) writeOut() {
 }
 
 // Sync returns once every line given before it is written.
-func (b *bufferedLog) Sync() {
+func (b *Writer) Sync() {
 	ch := make(chan struct{})
 	select {
 	case b.flush <- ch:
@@ -144,7 +146,7 @@ func (b *bufferedLog) Sync() {
 
 // Close writes every line given so far and returns the first write error.
 // Lines given after it are written at once.
-func (b *bufferedLog) Close() error {
+func (b *Writer) Close() error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
