@@ -22,20 +22,25 @@ type format struct {
 	// to the fallback endpoint's.
 	path string
 	// read checks that a request body reads the same to toolguard as to
-	// the upstream; its error is a *wire.Error for the client.
-	read func(body []byte) error
+	// the upstream, and returns where its members are, found in the same
+	// pass: the steps below read them there, never the body again. Its
+	// error is a *wire.Error for the client.
+	read func(body []byte) (*wire.Members, error)
+	// items names the member holding the conversation, whose items
+	// Members record (for a body patched after read, wire.ReadMembers).
+	items string
 	// mendHistory mends the form of the calls in the conversation the
 	// client sends back (or returns the body as it was), skipping a prefix
 	// that the cache knows needs nothing for scope.
-	mendHistory func(body []byte, c *ladder.HistoryCache, scope uint64) ([]byte, []repair.Edit, error)
+	mendHistory func(m *wire.Members, c *ladder.HistoryCache, scope uint64) ([]byte, []repair.Edit, error)
 	// open reads what a request declares: its function tools and, if
 	// output is set, its JSON response format; nil means nothing to inspect.
-	open func(body []byte, output bool) request
+	open func(m *wire.Members, output bool) request
 	// uninspectable, if set, says why a request asks for a reply toolguard
 	// cannot inspect (one it never sees, or calls of tools it is not shown),
 	// or "". declares says whether the request declares something to
 	// inspect.
-	uninspectable func(body []byte, declares bool) string
+	uninspectable func(m *wire.Members, declares bool) string
 	// errorBody, if set, renders the errors of the format's route in its
 	// API's shape; nil means the OpenAI shape.
 	errorBody func(e *wire.Error) []byte
@@ -80,9 +85,10 @@ var responsesFormat = format{
 	name:        "responses",
 	path:        responses.Path,
 	read:        responses.Read,
+	items:       responses.Items,
 	mendHistory: responses.MendHistory,
-	open: func(body []byte, output bool) request {
-		if q := responses.NewRequest(body, output); q != nil {
+	open: func(m *wire.Members, output bool) request {
+		if q := responses.NewRequest(m, output); q != nil {
 			return q
 		}
 		return nil
@@ -95,9 +101,10 @@ var chatFormat = format{
 	name:        "chat.completions",
 	path:        chat.Path,
 	read:        chat.Read,
+	items:       chat.Items,
 	mendHistory: chat.MendHistory,
-	open: func(body []byte, output bool) request {
-		if q := chat.NewRequest(body, output); q != nil {
+	open: func(m *wire.Members, output bool) request {
+		if q := chat.NewRequest(m, output); q != nil {
 			return q
 		}
 		return nil
@@ -108,14 +115,15 @@ var chatFormat = format{
 // without the prefix cache: its tool_use inputs are objects, mended one by
 // one (messages.MendHistory).
 var messagesFormat = format{
-	name: "messages",
-	path: messages.Path,
-	read: messages.Read,
-	mendHistory: func(body []byte, _ *ladder.HistoryCache, _ uint64) ([]byte, []repair.Edit, error) {
-		return messages.MendHistory(body)
+	name:  "messages",
+	path:  messages.Path,
+	read:  messages.Read,
+	items: messages.Items,
+	mendHistory: func(m *wire.Members, _ *ladder.HistoryCache, _ uint64) ([]byte, []repair.Edit, error) {
+		return messages.MendHistory(m)
 	},
-	open: func(body []byte, output bool) request {
-		if q := messages.NewRequest(body, output); q != nil {
+	open: func(m *wire.Members, output bool) request {
+		if q := messages.NewRequest(m, output); q != nil {
 			return q
 		}
 		return nil

@@ -27,7 +27,7 @@ func messagesExchange(t testing.TB, onFailure policy.OnFailure, stream bool) *ex
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	return ex.h.newExchange(context.Background(), messagesFormat, messagesFormat.open(body, true), pol)
+	return ex.h.newExchange(context.Background(), messagesFormat, openBody(messagesFormat, body), pol)
 }
 
 // messagesClickValid reports whether a tool_use block names click with an
@@ -53,7 +53,7 @@ func FuzzMessagesReply(f *testing.F) {
 		f.Add([]byte(fake.Messages.JSON(r)))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if messagesFormat.open([]byte(`{"tools":[{"name":"f"}]}`), true).ReadReply(in) != nil {
+		if openBody(messagesFormat, []byte(`{"tools":[{"name":"f"}]}`)).ReadReply(in) != nil {
 			return // inspect answers 502 before the ladder sees it
 		}
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
@@ -99,16 +99,17 @@ func FuzzMessagesRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[],"tools":[{"type":"web_search_20250305","name":"web_search"},{"name":"a"}]}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"a","input":"{\"x\": 1,"}]}],"tools":[{"name":"a"}]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if err := messagesFormat.read(in); err != nil {
+		m, err := messagesFormat.read(in)
+		if err != nil {
 			if _, ok := err.(*apiError); !ok {
 				t.Fatalf("read: %T %v", err, err)
 			}
 			return
 		}
-		if q := messagesFormat.open(in, true); q != nil && q.Tools().Len() == 0 {
+		if q := messagesFormat.open(m, true); q != nil && q.Tools().Len() == 0 {
 			t.Fatal("a request with no custom tools is opened")
 		}
-		out, edits, err := messagesFormat.mendHistory(in, nil, 0)
+		out, edits, err := messagesFormat.mendHistory(m, nil, 0)
 		switch {
 		case err != nil:
 		case len(edits) == 0 && !bytes.Equal(out, in):

@@ -26,7 +26,7 @@ func responsesExchange(t testing.TB, onFailure policy.OnFailure) *exchange {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	return ex.h.newExchange(context.Background(), responsesFormat, responsesFormat.open(body, true), pol)
+	return ex.h.newExchange(context.Background(), responsesFormat, openBody(responsesFormat, body), pol)
 }
 
 // responsesSeeds are streams of the fake model, and the ways providers
@@ -164,7 +164,7 @@ func FuzzResponsesReply(f *testing.F) {
 		f.Add([]byte(fake.Responses.JSON(r)))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if responsesFormat.open([]byte(`{"tools":[{"type":"function","name":"f"}]}`), true).ReadReply(in) != nil {
+		if openBody(responsesFormat, []byte(`{"tools":[{"type":"function","name":"f"}]}`)).ReadReply(in) != nil {
 			return // inspect answers 502 before the ladder sees it
 		}
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {

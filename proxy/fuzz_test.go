@@ -59,7 +59,7 @@ func fuzzExchange(t testing.TB, onFailure policy.OnFailure) *exchange {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	return h.newExchange(context.Background(), chatFormat, chatFormat.open(body, true), pol)
+	return h.newExchange(context.Background(), chatFormat, openBody(chatFormat, body), pol)
 }
 
 // validClick reports whether a call object names click with valid arguments.
@@ -223,7 +223,7 @@ func checkStreamRead(t *testing.T, out []byte) {
 func FuzzResponse(f *testing.F) {
 	seedRecordings(f, func(s string) { f.Add([]byte(s)) })
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if chatFormat.open([]byte(`{"tools":[{"function":{"name":"f"}}]}`), true).ReadReply(in) != nil {
+		if openBody(chatFormat, []byte(`{"tools":[{"function":{"name":"f"}}]}`)).ReadReply(in) != nil {
 			return // inspect answers 502 before the ladder sees it
 		}
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
@@ -268,18 +268,19 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","tools":` + faulty.ClickTools + `,"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"click","arguments":"{\"selector\": \"#a\""}},{"function":{"arguments":{"a":1}}}]},{"role":"assistant","function_call":{"name":"click","arguments":"` + "```" + `json\n{}` + "```" + `"}}]}`))
 	f.Add([]byte(`{"functions":[{"name":"f"}],"messages":[]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		chat.NewRequest(in, true)
-		if chat.Read(in) != nil {
+		chat.NewRequest(wire.ReadMembers(in, chat.Items), true)
+		m, err := chat.Read(in)
+		if err != nil {
 			return // refused
 		}
-		once, _, err := chat.MendHistory(in, nil, 0)
+		once, _, err := chat.MendHistory(m, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !gjson.ValidBytes(once) {
 			t.Fatalf("mended request is not JSON: %s", once)
 		}
-		twice, edits, err := chat.MendHistory(once, nil, 0)
+		twice, edits, err := chat.MendHistory(wire.ReadMembers(once, chat.Items), nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -463,4 +464,10 @@ func FuzzStrictRequest(f *testing.F) {
 			t.Fatalf("forwarded %q: servers read tools %v / %v, toolguard declared %v", sent, folded, exact, declared)
 		}
 	})
+}
+
+// openBody opens a request body of format f, with its members found by
+// gjson (the body is not read strictly first), JSON output included.
+func openBody(f format, body []byte) request {
+	return f.open(wire.ReadMembers(body, f.items), true)
 }

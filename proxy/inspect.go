@@ -83,27 +83,33 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		}
 		var req request
 		if pol.Rules("").Mode != policy.ModeOff {
-			var release func()
-			body, release, err = readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f)
+			m, release, err := readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f)
 			defer release()
 			if err != nil {
 				return err
 			}
+			// m is needed until the request is opened, below; the
+			// deferred call releases the m of the moment.
+			defer func() { m.Release() }()
+			body = m.Body()
 			if pol.Rules("").Mode.Repairs() {
 				// The history cache's verdicts are kept apart by format
 				// and credentials: no client learns what another sent.
-				mended, edits, err := f.mendHistory(body, h.history, h.history.Scope(f.name, r.Header.Get("Authorization"), r.Header.Get("Api-Key")))
+				mended, edits, err := f.mendHistory(m, h.history, h.history.Scope(f.name, r.Header.Get("Authorization"), r.Header.Get("Api-Key")))
 				if err != nil {
 					return writeFailed(err)
 				}
-				if body = mended; len(edits) > 0 {
+				if len(edits) > 0 {
+					// The patched body was read strictly before its
+					// patches: its members are found with gjson.
+					body, m = mended, wire.ReadMembers(mended, f.items)
 					h.log.InfoContext(r.Context(), "mended tool calls in the request's history",
 						"count", len(edits), "edits", editSummary(edits[:min(len(edits), 20)]))
 				}
 			}
-			req = f.open(body, pol.Rules(ladder.OutputTool).Mode != policy.ModeOff)
+			req = f.open(m, pol.Rules(ladder.OutputTool).Mode != policy.ModeOff)
 			if f.uninspectable != nil {
-				if why := f.uninspectable(body, req != nil); why != "" {
+				if why := f.uninspectable(m, req != nil); why != "" {
 					if !h.cfg.AllowClientOff {
 						return notInspectable(why)
 					}

@@ -165,11 +165,11 @@ func headerHasToken(h http.Header, name, token string) bool {
 // readRequest reads the body of an inspected request exactly as the
 // upstream will, or refuses it: its media type's charset, its
 // Content-Encoding (the decoded body is returned, and goes upstream), then
-// what the format reads (strict JSON, tools declared unambiguously). A body
-// toolguard read differently from the upstream would pass uninspected. The
-// decoded bytes are held against budget until release is called (release
-// is never nil).
-func readRequest(r *http.Request, body []byte, max int64, budget *byteBudget, f format) (_ []byte, release func(), _ error) {
+// what the format reads (strict JSON, tools declared unambiguously), with
+// where the body's members are. A body toolguard read differently from the
+// upstream would pass uninspected. The decoded bytes are held against
+// budget until release is called (release is never nil).
+func readRequest(r *http.Request, body []byte, max int64, budget *byteBudget, f format) (_ *wire.Members, release func(), _ error) {
 	release = func() {}
 	if ae := checkCharset(r.Header); ae != nil {
 		return nil, release, ae
@@ -178,10 +178,11 @@ func readRequest(r *http.Request, body []byte, max int64, budget *byteBudget, f 
 	if ae != nil {
 		return nil, release, ae
 	}
-	if err := f.read(body); err != nil {
+	m, err := f.read(body)
+	if err != nil {
 		return nil, release, err
 	}
-	return body, release, nil
+	return m, release, nil
 }
 
 // checkCharset refuses a body declared in a charset other than UTF-8. JSON

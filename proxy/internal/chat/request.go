@@ -1,10 +1,8 @@
 package chat
 
 import (
-	"errors"
 	"fmt"
 	"strings"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
@@ -15,31 +13,23 @@ import (
 // re-ask goes there too.
 const Path = "/chat/completions"
 
+// Items is the member whose items a chat request's Members record: the
+// conversation.
+const Items = "messages"
+
 // Read checks that a chat request's body reads the same to toolguard as to
 // the upstream: strict JSON, an object, and tools declared unambiguously.
-// The error is a *wire.Error for the client.
-func Read(body []byte) error {
-	if err := wire.Strict(body, requestShape); err != nil {
-		return wire.RequestUnreadable(err)
+// It returns where the body's members are, found in the same pass, for
+// MendHistory and NewRequest. The error is a *wire.Error for the client.
+func Read(body []byte) (*wire.Members, error) {
+	m, err := wire.ReadRequest(body, requestShape, Items)
+	if err != nil {
+		return nil, err
 	}
-	if len(body) > 0 && body[firstNonSpace(body)] != '{' {
-		return wire.RequestUnreadable(errors.New("the body is not a JSON object"))
+	if ae := checkDeclarations(readTop(m)); ae != nil {
+		return nil, ae
 	}
-	if ae := checkDeclarations(readTop(body)); ae != nil {
-		return ae
-	}
-	return nil
-}
-
-// firstNonSpace is the index of the first byte of b that is not JSON
-// white space (len(b) if none).
-func firstNonSpace(b []byte) int {
-	for i, c := range b {
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return i
-		}
-	}
-	return len(b)
+	return m, nil
 }
 
 // Request is an inspected chat completion request: the body that goes
@@ -55,12 +45,12 @@ type Request struct {
 	output *ladder.Tool
 }
 
-// NewRequest reads the function tools of a chat request (checked by Read)
-// and, if output is set, its JSON response_format. It returns nil when the
-// request declares neither: nothing is then inspected.
-func NewRequest(body []byte, output bool) *Request {
-	t := readTop(body)
-	q := &Request{Body: body, tools: &ladder.Tools{}, model: strings.Clone(t.model.Str)}
+// NewRequest reads the function tools of a chat request (checked by Read,
+// whose Members m are) and, if output is set, its JSON response_format. It
+// returns nil when the request declares neither: nothing is then inspected.
+func NewRequest(m *wire.Members, output bool) *Request {
+	t := readTop(m)
+	q := &Request{Body: m.Body(), tools: &ladder.Tools{}, model: strings.Clone(t.model.Str)}
 	if output {
 		q.output = ladder.OutputFormat(t.responseFormat.Get("type").Str, t.responseFormat.Get("json_schema.schema"))
 	}
@@ -171,31 +161,18 @@ func (q *Request) Stateful() string { return "" }
 // Tools are the functions the request declares.
 func (q *Request) Tools() *ladder.Tools { return q.tools }
 
-// top is the members of a request that toolguard reads, found in one pass
-// over the body: each lookup of a member after a long messages array would
-// otherwise skip over all of it again.
+// top is the members of a request that toolguard reads.
 type top struct {
 	model, messages, tools, functions, responseFormat gjson.Result
 }
 
-// The results point into body (gjson.ParseBytes would copy it whole), which
-// is never changed in place: patches build new bodies.
-func readTop(body []byte) top {
-	var t top
-	gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body))).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "model":
-			t.model = v
-		case "messages":
-			t.messages = v
-		case "tools":
-			t.tools = v
-		case "functions":
-			t.functions = v
-		case "response_format":
-			t.responseFormat = v
-		}
-		return true
-	})
-	return t
+// readTop looks the members up where the strict reading found them: each
+// lookup in the body after a long messages array would skip over all of it
+// again. The results point into the body, which is never changed in place:
+// patches build new bodies.
+func readTop(m *wire.Members) top {
+	return top{
+		model: m.Get("model"), messages: m.Get("messages"), tools: m.Get("tools"),
+		functions: m.Get("functions"), responseFormat: m.Get("response_format"),
+	}
 }

@@ -3,9 +3,9 @@ package ladder
 import (
 	"hash/maphash"
 	"sync"
-	"unsafe"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/repair"
 )
 
@@ -13,10 +13,6 @@ import (
 // entry is a 16-byte key (no content), so the cache holds at most about
 // HistoryCacheEntries × 60 bytes with the map's overhead: under 1 MiB.
 const HistoryCacheEntries = 8192
-
-// maxCachedItems: a conversation of more items than this is mended
-// without the cache, so that the offsets kept for one request stay small.
-const maxCachedItems = 4096
 
 // HistoryCache remembers conversation prefixes whose calls need no
 // mending: agents send the whole conversation back every turn, and a
@@ -102,40 +98,34 @@ func (c *HistoryCache) Scope(parts ...string) uint64 {
 	return h.Sum64()
 }
 
-// scratch is the per-request room for the items' positions and keys,
-// reused: at most maxCachedItems of each.
-type scratch struct {
-	spans []span
-	keys  []prefixKey
-}
+// scratch is the per-request room for the prefixes' keys, reused: at most
+// wire.MaxItems of them.
+type scratch struct{ keys []prefixKey }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-// MendHistory mends the calls of the conversation items (an array in
-// body) with a HistoryMender, handing each item to each, which hands its
-// calls to the mender. With a cache, the items of the longest prefix the
-// cache holds for scope (see Scope) are skipped, and the longest prefix
-// found to need nothing is remembered. The body comes back unchanged, byte
-// for byte, when nothing needed mending.
-func MendHistory(body []byte, items gjson.Result, c *HistoryCache, scope uint64, each func(m *HistoryMender, item gjson.Result)) ([]byte, []repair.Edit, error) {
+// MendHistory mends the calls of the conversation items (the array whose
+// items mb records) with a HistoryMender, handing each item to each, which
+// hands its calls to the mender. With a cache, the items of the longest
+// prefix the cache holds for scope (see Scope) are skipped, and the longest
+// prefix found to need nothing is remembered. The body comes back
+// unchanged, byte for byte, when nothing needed mending.
+func MendHistory(mb *wire.Members, c *HistoryCache, scope uint64, each func(m *HistoryMender, item gjson.Result)) ([]byte, []repair.Edit, error) {
+	body, items := mb.Body(), mb.ItemsValue()
 	m := NewHistoryMender()
-	var sc *scratch
-	ok := false
-	if c != nil {
-		sc = scratchPool.Get().(*scratch)
-		defer scratchPool.Put(sc)
-		sc.spans, ok = itemSpans(items, sc.spans[:0])
-	}
-	if !ok {
+	spans, ok := mb.Items()
+	if c == nil || !ok || items.Index <= 0 {
 		items.ForEach(func(_, item gjson.Result) bool {
 			each(m, item)
 			return true
 		})
 		return m.Body(body)
 	}
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
 	// The key of each prefix: the hash of the scope and of the bytes from
 	// the array's start to the end of the item.
-	spans, keys := sc.spans, sc.keys[:0]
+	keys := sc.keys[:0]
 	var h maphash.Hash
 	h.SetSeed(c.seed)
 	var sb [8]byte
@@ -145,9 +135,9 @@ func MendHistory(body []byte, items gjson.Result, c *HistoryCache, scope uint64,
 	h.Write(sb[:])
 	from := items.Index
 	for _, s := range spans {
-		h.Write(body[from:s.end])
-		from = s.end
-		keys = append(keys, prefixKey{sum: h.Sum64(), n: s.end - items.Index})
+		h.Write(body[from:s.End])
+		from = s.End
+		keys = append(keys, prefixKey{sum: h.Sum64(), n: s.End - items.Index})
 	}
 	sc.keys = keys
 	// The items after the longest prefix known to need nothing; the
@@ -155,10 +145,7 @@ func MendHistory(body []byte, items gjson.Result, c *HistoryCache, scope uint64,
 	known := c.longest(keys)
 	clean := known
 	for i := known + 1; i < len(spans); i++ {
-		s := spans[i]
-		item := gjson.Parse(unsafe.String(unsafe.SliceData(body[s.start:]), s.end-s.start))
-		item.Index = s.start // the positions read from it are the body's
-		each(m, item)
+		each(m, mb.Item(spans[i]))
 		if !m.unsure {
 			clean = i
 		}
@@ -167,25 +154,4 @@ func MendHistory(body []byte, items gjson.Result, c *HistoryCache, scope uint64,
 		c.add(keys[clean])
 	}
 	return m.Body(body)
-}
-
-type span struct{ start, end int }
-
-// itemSpans appends where each item of the array items is in the body to
-// spans, or returns false when the array is not a body's array, holds more
-// than maxCachedItems items, or a position is unknown.
-func itemSpans(items gjson.Result, spans []span) ([]span, bool) {
-	if !items.IsArray() || items.Index <= 0 {
-		return spans, false
-	}
-	ok := true
-	items.ForEach(func(_, item gjson.Result) bool {
-		if item.Index <= items.Index || len(spans) == maxCachedItems {
-			ok = false
-			return false
-		}
-		spans = append(spans, span{item.Index, item.Index + len(item.Raw)})
-		return true
-	})
-	return spans, ok
 }

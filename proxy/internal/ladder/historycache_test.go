@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // conversation is a body whose "items" array holds calls ({"args": ...}):
@@ -23,7 +24,11 @@ func conversation(args ...string) []byte {
 func mendCounted(t *testing.T, body []byte, c *HistoryCache, scope string) (string, int, int) {
 	t.Helper()
 	seen := 0
-	out, edits, err := MendHistory(body, gjson.GetBytes(body, "items"), c, c.Scope(scope), func(m *HistoryMender, item gjson.Result) {
+	m := wire.NewMembers("items")
+	if err := wire.StrictMembers(body, nil, m); err != nil {
+		t.Fatal(err)
+	}
+	out, edits, err := MendHistory(m, c, c.Scope(scope), func(m *HistoryMender, item gjson.Result) {
 		seen++
 		m.Call(item.Get("args"), item)
 	})
@@ -106,10 +111,10 @@ func TestHistoryCacheIsBounded(t *testing.T) {
 }
 
 // TestHistoryCacheLeavesLongConversations: a conversation of more than
-// maxCachedItems items is mended without the cache (the offsets a request
+// wire.MaxItems items is mended without the cache (the offsets a request
 // keeps stay bounded), the same as with it.
 func TestHistoryCacheLeavesLongConversations(t *testing.T) {
-	args := make([]string, maxCachedItems+1)
+	args := make([]string, wire.MaxItems+1)
 	for i := range args {
 		args[i] = goodArgs
 	}

@@ -3,6 +3,7 @@ package messages
 import (
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/repair"
 )
 
@@ -11,9 +12,11 @@ import (
 // a string, as a server that could not parse the call sent it, becomes the
 // object the API wants. It returns the body unchanged, byte for byte, when
 // nothing needed mending.
-func MendHistory(body []byte) ([]byte, []repair.Edit, error) {
+//
+// mb is where the body's members are (see Read).
+func MendHistory(mb *wire.Members) ([]byte, []repair.Edit, error) {
 	m := ladder.NewHistoryMender()
-	gjson.GetBytes(body, "messages").ForEach(func(_, msg gjson.Result) bool {
+	mb.ItemsValue().ForEach(func(_, msg gjson.Result) bool {
 		if msg.Get("role").Str != "assistant" {
 			return true
 		}
@@ -25,5 +28,5 @@ func MendHistory(body []byte) ([]byte, []repair.Edit, error) {
 		})
 		return true
 	})
-	return m.Body(body)
+	return m.Body(mb.Body())
 }

@@ -1,9 +1,9 @@
 package messages
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
@@ -59,31 +59,38 @@ var requestBlocks = func() map[string]bool {
 	return m
 }()
 
+// Items is the member whose items a Messages request's Members record: the
+// conversation.
+const Items = "messages"
+
 // Read checks that a Messages request's body reads the same to toolguard as
 // to the upstream: strict JSON, an object, custom tools declared
 // unambiguously, and no block of an unknown type in a message that holds
 // tool_use or tool_result blocks. The error is a *wire.Error for the
 // client.
-func Read(body []byte) error {
-	if err := wire.Strict(body, requestShape); err != nil {
-		return wire.RequestUnreadable(err)
+//
+// It returns where the body's members are, found in the same pass, for
+// MendHistory and NewRequest.
+func Read(body []byte) (*wire.Members, error) {
+	m, err := wire.ReadRequest(body, requestShape, Items)
+	if err != nil {
+		return nil, err
 	}
-	if !gjson.ParseBytes(body).IsObject() {
-		return wire.RequestUnreadable(errors.New("the body is not a JSON object"))
+	if _, err := declared(m); err != nil {
+		return nil, err
 	}
-	if _, err := declared(body); err != nil {
-		return err
-	}
-	var err error
-	gjson.GetBytes(body, "messages").ForEach(func(i, m gjson.Result) bool {
-		if e := unknownBlock(m.Get("content"), requestBlocks, "tool_use", "tool_result"); e != "" {
+	m.ItemsValue().ForEach(func(i, msg gjson.Result) bool {
+		if e := unknownBlock(msg.Get("content"), requestBlocks, "tool_use", "tool_result"); e != "" {
 			err = &wire.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "request_ambiguous",
 				Msg: fmt.Sprintf("messages[%d]: %s", i.Int(), e)}
 			return false
 		}
 		return true
 	})
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // unknownBlock says what is wrong with a content array that holds a block
@@ -122,9 +129,9 @@ func custom(t gjson.Result) bool {
 // toolguard could read differently from the upstream or the client: tools
 // that is not an array of objects, a tool without a non-empty string
 // name, an input_schema that is not a schema, two tools of one name.
-func declared(body []byte) (*ladder.Tools, error) {
+func declared(m *wire.Members) (*ladder.Tools, error) {
 	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
-	tools := gjson.GetBytes(body, "tools")
+	tools := m.Get("tools")
 	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
 		return nil, ambiguous("tools must be an array")
 	}
@@ -172,25 +179,28 @@ func declared(body []byte) (*ladder.Tools, error) {
 type Request struct {
 	Body  []byte
 	tools *ladder.Tools
+	model string
 }
 
 // NewRequest reads the custom tools of a request (checked by Read); it
 // returns nil when there is nothing to inspect. Messages has no JSON
 // response format of its own (output is ignored): its JSON-output pattern
 // is a forced tool, whose calls are checked as any other.
-func NewRequest(body []byte, output bool) *Request {
-	ts, err := declared(body)
+//
+// m is where the body's members are (see Read).
+func NewRequest(m *wire.Members, output bool) *Request {
+	ts, err := declared(m)
 	if err != nil || ts.Len() == 0 {
 		return nil
 	}
-	return &Request{Body: body, tools: ts}
+	return &Request{Body: m.Body(), tools: ts, model: strings.Clone(m.Get("model").Str)}
 }
 
 // Tools are the custom tools the request declares.
 func (q *Request) Tools() *ladder.Tools { return q.tools }
 
 // Model is the model the request names.
-func (q *Request) Model() string { return gjson.GetBytes(q.Body, "model").Str }
+func (q *Request) Model() string { return q.model }
 
 // Stateful is "": a Messages request carries its whole conversation.
 func (q *Request) Stateful() string { return "" }

@@ -3,6 +3,7 @@ package responses
 import (
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/repair"
 )
 
@@ -11,8 +12,10 @@ import (
 // prefix that cache c (if not nil) knows needs nothing for scope (see
 // ladder.HistoryCache.Scope and ladder.MendHistory). It returns the body unchanged, byte for byte, when
 // nothing needed mending.
-func MendHistory(body []byte, c *ladder.HistoryCache, scope uint64) ([]byte, []repair.Edit, error) {
-	return ladder.MendHistory(body, gjson.GetBytes(body, "input"), c, scope, func(m *ladder.HistoryMender, item gjson.Result) {
+//
+// m is where the body's members are (see Read).
+func MendHistory(m *wire.Members, c *ladder.HistoryCache, scope uint64) ([]byte, []repair.Edit, error) {
+	return ladder.MendHistory(m, c, scope, func(m *ladder.HistoryMender, item gjson.Result) {
 		if item.IsObject() && item.Get("type").String() == "function_call" {
 			m.Call(item.Get("arguments"), item)
 		}

@@ -1,8 +1,8 @@
 package responses
 
 import (
-	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
@@ -43,18 +43,24 @@ func init() {
 	toolShape["tools"] = toolShape
 }
 
+// Items is the member whose items a Responses request's Members record:
+// the conversation's input items.
+const Items = "input"
+
 // Read checks that a Responses request's body reads the same to toolguard
 // as to the upstream: strict JSON, an object, and function tools declared
-// unambiguously. The error is a *wire.Error for the client.
-func Read(body []byte) error {
-	if err := wire.Strict(body, requestShape); err != nil {
-		return wire.RequestUnreadable(err)
+// unambiguously. It returns where the body's members are, found in the
+// same pass, for MendHistory, NewRequest and Uninspectable. The error is a
+// *wire.Error for the client.
+func Read(body []byte) (*wire.Members, error) {
+	m, err := wire.ReadRequest(body, requestShape, Items)
+	if err != nil {
+		return nil, err
 	}
-	if !gjson.ParseBytes(body).IsObject() {
-		return wire.RequestUnreadable(errors.New("the body is not a JSON object"))
+	if _, err := declared(m); err != nil {
+		return nil, err
 	}
-	_, err := declared(body)
-	return err
+	return m, nil
 }
 
 // tool is a declared function: its key in ladder.Tools is its name, or
@@ -69,9 +75,9 @@ type tool struct{ namespace, name string }
 // against the first, a client that keys its tools by name runs the last).
 // Entries of other types (built-in tools, custom tools, MCP) are not
 // inspected.
-func declared(body []byte) (*ladder.Tools, error) {
+func declared(m *wire.Members) (*ladder.Tools, error) {
 	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
-	tools := gjson.GetBytes(body, "tools")
+	tools := m.Get("tools")
 	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
 		return nil, ambiguous("tools must be an array")
 	}
@@ -149,6 +155,9 @@ func declared(body []byte) (*ladder.Tools, error) {
 type Request struct {
 	Body  []byte
 	tools *ladder.Tools
+	model string
+	// stateful says why the request must not be re-asked (see Stateful).
+	stateful string
 	// output stands for the text when the request declares a JSON
 	// text.format (see ladder.OutputTool); nil otherwise.
 	output *ladder.Tool
@@ -158,14 +167,22 @@ type Request struct {
 // if output is set, its JSON text.format. It returns nil when there is
 // nothing to inspect. A background request is read like any other: see
 // Uninspectable.
-func NewRequest(body []byte, output bool) *Request {
-	ts, err := declared(body)
+//
+// m is where the body's members are (see Read).
+func NewRequest(m *wire.Members, output bool) *Request {
+	ts, err := declared(m)
 	if err != nil {
 		return nil
 	}
-	q := &Request{Body: body, tools: ts}
+	q := &Request{Body: m.Body(), tools: ts, model: strings.Clone(m.Get("model").Str)}
+	switch c := m.Get("conversation"); {
+	case c.Exists() && c.Type != gjson.Null:
+		q.stateful = "the request continues a conversation, whose stored items a re-ask would change"
+	case m.Get("previous_response_id").Type == gjson.String:
+		q.stateful = "the request continues a stored response (previous_response_id), which a re-ask would not continue from"
+	}
 	if output {
-		f := gjson.GetBytes(body, "text.format")
+		f := m.Get("text").Get("format")
 		q.output = ladder.OutputFormat(f.Get("type").Str, f.Get("schema"))
 	}
 	if ts.Len() == 0 && q.output == nil {
@@ -183,14 +200,14 @@ func NewRequest(body []byte, output bool) *Request {
 // prompt (prompt, by its id) may declare function tools and a JSON text
 // format of its own that the request does not show, so its calls and output
 // could not be checked, whatever the request declares.
-func Uninspectable(body []byte, declares bool) string {
-	if p := gjson.GetBytes(body, "prompt"); p.Exists() && p.Type != gjson.Null {
+func Uninspectable(m *wire.Members, declares bool) string {
+	if p := m.Get("prompt"); p.Exists() && p.Type != gjson.Null {
 		return "a stored prompt may declare tools and an output format that the request does not show, so its calls could not be checked"
 	}
 	if !declares {
 		return ""
 	}
-	switch b := gjson.GetBytes(body, "background"); {
+	switch b := m.Get("background"); {
 	case !b.Exists(), b.Type == gjson.Null, b.Type == gjson.False:
 		return ""
 	}
@@ -201,18 +218,10 @@ func Uninspectable(body []byte, declares bool) string {
 func (q *Request) Tools() *ladder.Tools { return q.tools }
 
 // Model is the model the request names.
-func (q *Request) Model() string { return gjson.GetBytes(q.Body, "model").Str }
+func (q *Request) Model() string { return q.model }
 
 // Stateful says why the request must not be re-asked, "" if it may be: a
 // request that continues stored state (previous_response_id, a
 // conversation) would see a re-ask's attempt added to that state, or
 // chain from the wrong response.
-func (q *Request) Stateful() string {
-	switch {
-	case gjson.GetBytes(q.Body, "conversation").Exists() && gjson.GetBytes(q.Body, "conversation").Type != gjson.Null:
-		return "the request continues a conversation, whose stored items a re-ask would change"
-	case gjson.GetBytes(q.Body, "previous_response_id").Type == gjson.String:
-		return "the request continues a stored response (previous_response_id), which a re-ask would not continue from"
-	}
-	return ""
-}
+func (q *Request) Stateful() string { return q.stateful }

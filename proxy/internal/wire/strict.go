@@ -101,16 +101,35 @@ func (e *StrictError) Error() string {
 // Strict reports whether body is exactly one JSON value that every
 // common parser reads as toolguard does; s describes the objects whose member
 // names toolguard reads.
-func Strict(body []byte, s Shape) error {
+func Strict(body []byte, s Shape) error { return StrictMembers(body, s, nil) }
+
+// StrictMembers is Strict, recording in m (if not nil) where the body's
+// top-level members are and the items of the one m names, in the same pass.
+func StrictMembers(body []byte, s Shape, m *Members) error {
+	if m != nil {
+		m.reset(body)
+	}
 	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) {
 		return &StrictError{Reason: "the body starts with a byte order mark"}
 	}
 	st := strictPool.Get().(*strictState)
 	defer strictPool.Put(st)
-	st.r.Reset(body)
-	st.d.Reset(&st.r)
-	defer st.d.Reset(&st.empty) // keep no reference to body in the pool
-	if err := walkStrict(st.d, s); err != nil {
+	// From a bytes.Buffer, jsontext reads the body in place, without
+	// copying it: the values it returns are slices of body.
+	st.b = *bytes.NewBuffer(body)
+	st.d.Reset(&st.b)
+	defer func() {
+		// Keep no reference to body in the pool.
+		st.b = bytes.Buffer{}
+		st.d.Reset(&st.empty)
+	}()
+	var err error
+	if m != nil && st.d.PeekKind() == '{' {
+		err = walkTop(st.d, s, m)
+	} else {
+		err = walkStrict(st.d, s)
+	}
+	if err != nil {
 		return err
 	}
 	if _, err := st.d.ReadToken(); err != io.EOF {
@@ -122,14 +141,14 @@ func Strict(body []byte, s Shape) error {
 // strictState is a decoder and its reader, reused: making a decoder costs
 // a few dozen allocations, and a stream checks every event.
 type strictState struct {
-	r     bytes.Reader
+	b     bytes.Buffer
 	empty bytes.Reader
 	d     *jsontext.Decoder
 }
 
 var strictPool = sync.Pool{New: func() any {
 	st := &strictState{}
-	st.d = jsontext.NewDecoder(&st.r)
+	st.d = jsontext.NewDecoder(&st.empty)
 	return st
 }}
 
@@ -151,28 +170,9 @@ func walkStrict(d *jsontext.Decoder, s Shape) error {
 	switch tok.Kind() {
 	case '{':
 		for d.PeekKind() == '"' {
-			raw, err := d.ReadValue()
+			_, child, err := memberName(d, s)
 			if err != nil {
-				return syntaxError(d, err)
-			}
-			// The name as servers read it: unquoted, escapes decoded. Most
-			// names hold no escape and are read in place.
-			var n []byte
-			if bytes.IndexByte(raw, '\\') < 0 {
-				n = raw[1 : len(raw)-1]
-			} else if n, err = jsontext.AppendUnquote(nil, raw); err != nil {
-				return syntaxError(d, err)
-			}
-			child, known := s[string(n)]
-			if !known && mayFold(n) {
-				// Read in place, not kept: no copy of the name is made.
-				ns := unsafe.String(unsafe.SliceData(n), len(n))
-				for k := range s {
-					if foldsTo(k, ns) {
-						return &StrictError{Pointer: string(d.StackPointer()), Ambiguous: true,
-							Reason: fmt.Sprintf("member %q differs from %q only in letter case", Clip(string(n), 64), k)}
-					}
-				}
+				return err
 			}
 			if err := walkStrict(d, child); err != nil {
 				return err
@@ -190,6 +190,91 @@ func walkStrict(d *jsontext.Decoder, s Shape) error {
 		if _, err := d.ReadToken(); err != nil { // ']'
 			return syntaxError(d, err)
 		}
+	}
+	return nil
+}
+
+// memberName reads the name of an object's member, checks that it does not
+// differ from a name of s only in letter case, and returns it as servers
+// read it (unquoted, escapes decoded; in place, a slice of the body, when it
+// holds no escape) with the Shape of its value.
+func memberName(d *jsontext.Decoder, s Shape) ([]byte, Shape, error) {
+	raw, err := d.ReadValue()
+	if err != nil {
+		return nil, nil, syntaxError(d, err)
+	}
+	var n []byte
+	if bytes.IndexByte(raw, '\\') < 0 {
+		n = raw[1 : len(raw)-1]
+	} else if n, err = jsontext.AppendUnquote(nil, raw); err != nil {
+		return nil, nil, syntaxError(d, err)
+	}
+	child, known := s[string(n)]
+	if !known && mayFold(n) {
+		// Read in place, not kept: no copy of the name is made.
+		ns := unsafe.String(unsafe.SliceData(n), len(n))
+		for k := range s {
+			if foldsTo(k, ns) {
+				return nil, nil, &StrictError{Pointer: string(d.StackPointer()), Ambiguous: true,
+					Reason: fmt.Sprintf("member %q differs from %q only in letter case", Clip(string(n), 64), k)}
+			}
+		}
+	}
+	return n, child, nil
+}
+
+// walkTop is walkStrict for the body's top-level object, recording where
+// each member's value is in m, and each item of the member m names.
+func walkTop(d *jsontext.Decoder, s Shape, m *Members) error {
+	if _, err := d.ReadToken(); err != nil { // '{'
+		return syntaxError(d, err)
+	}
+	m.object = true
+	for d.PeekKind() == '"' {
+		n, child, err := memberName(d, s)
+		if err != nil {
+			return err
+		}
+		// n is a slice of the body unless the name held an escape.
+		name := unsafe.String(unsafe.SliceData(n), len(n))
+		start := valueStart(m.body, int(d.InputOffset()))
+		if m.items != "" && name == m.items && d.PeekKind() == '[' {
+			err = walkItems(d, child, m)
+		} else {
+			err = walkStrict(d, child)
+		}
+		if err != nil {
+			return err
+		}
+		m.top = append(m.top, member{name: name, v: Span{start, int(d.InputOffset())}})
+	}
+	if _, err := d.ReadToken(); err != nil { // '}'
+		return syntaxError(d, err)
+	}
+	return nil
+}
+
+// walkItems is walkStrict for the array m names, recording where each of
+// its items is, up to MaxItems.
+func walkItems(d *jsontext.Decoder, s Shape, m *Members) error {
+	if _, err := d.ReadToken(); err != nil { // '['
+		return syntaxError(d, err)
+	}
+	m.itemsOK = true
+	for d.PeekKind() != ']' && d.PeekKind() != 0 {
+		start := valueStart(m.body, int(d.InputOffset()))
+		if err := walkStrict(d, s); err != nil {
+			return err
+		}
+		if len(m.spans) == MaxItems {
+			m.spans, m.itemsOK = m.spans[:0], false
+		}
+		if m.itemsOK {
+			m.spans = append(m.spans, Span{start, int(d.InputOffset())})
+		}
+	}
+	if _, err := d.ReadToken(); err != nil { // ']'
+		return syntaxError(d, err)
 	}
 	return nil
 }

@@ -1,0 +1,166 @@
+package wire
+
+import (
+	"errors"
+	"sync"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// Members is where the top-level members of a request body are, and the
+// items of one of them (a conversation's messages or input items): the
+// strict reading records them as it goes (StrictMembers), so the steps that
+// follow (the declarations, the history, what the request asks for) look
+// members up here, never walking the body again to find them.
+type Members struct {
+	body []byte
+	// items names the member whose items are recorded, "" for none.
+	items   string
+	top     []member
+	spans   []Span
+	itemsOK bool
+	object  bool // the body is an object
+}
+
+// A Span is where a value is in a body: body[Start:End].
+type Span struct{ Start, End int }
+
+type member struct {
+	name string // as a server reads it: unquoted, escapes decoded
+	v    Span
+}
+
+// MaxItems bounds the items whose spans a Members records; a member with
+// more has none recorded (Items reports false), and its readers walk it.
+const MaxItems = 4096
+
+// NewMembers returns an empty Members that will record the items of the
+// top-level member named items ("" for none). Release gives it back for
+// reuse when the request no longer needs it.
+func NewMembers(items string) *Members {
+	m := membersPool.Get().(*Members)
+	m.items = items
+	return m
+}
+
+var membersPool = sync.Pool{New: func() any { return new(Members) }}
+
+// maxPooledMembers bounds the top-level members of a Members kept for reuse.
+const maxPooledMembers = 64
+
+// Release gives m back for reuse: nothing read from it may be used after.
+// The values Get returned point into the body, not into m, and stay valid.
+func (m *Members) Release() {
+	if m == nil {
+		return
+	}
+	m.reset(nil)
+	if cap(m.top) > maxPooledMembers {
+		m.top = nil
+	}
+	membersPool.Put(m)
+}
+
+// Object reports whether the body is a JSON object.
+func (m *Members) Object() bool { return m.object }
+
+// Body is the body the members are in.
+func (m *Members) Body() []byte { return m.body }
+
+// Get returns the value of the top-level member name, as gjson reads it,
+// with Index its position in Body; an empty Result if there is none.
+func (m *Members) Get(name string) gjson.Result {
+	for _, t := range m.top {
+		if t.name == name {
+			return m.result(t.v)
+		}
+	}
+	return gjson.Result{}
+}
+
+// ItemsValue returns the value of the member whose items are recorded, as
+// Get does.
+func (m *Members) ItemsValue() gjson.Result { return m.Get(m.items) }
+
+// Item returns the value at s, a span of Items, as Get does.
+func (m *Members) Item(s Span) gjson.Result { return m.result(s) }
+
+func (m *Members) result(s Span) gjson.Result {
+	raw := m.body[s.Start:s.End]
+	r := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
+	r.Index = s.Start
+	return r
+}
+
+// Items returns where each item of the recorded member is, in order, and
+// whether they were recorded: false when the member is missing, not an
+// array, or holds more than MaxItems items.
+func (m *Members) Items() ([]Span, bool) { return m.spans, m.itemsOK }
+
+func (m *Members) reset(body []byte) {
+	m.body = body
+	m.top = m.top[:0]
+	m.spans = m.spans[:0]
+	m.itemsOK = false
+	m.object = false
+}
+
+// ReadRequest reads a request body strictly (see StrictMembers), recording
+// its members and the items of the member items, and requires an object.
+// Its error is the client's (RequestUnreadable).
+func ReadRequest(body []byte, s Shape, items string) (*Members, error) {
+	m := NewMembers(items)
+	err := StrictMembers(body, s, m)
+	if err == nil && !m.Object() {
+		err = errors.New("the body is not a JSON object")
+	}
+	if err != nil {
+		m.Release()
+		return nil, RequestUnreadable(err)
+	}
+	return m, nil
+}
+
+// ReadMembers records the members of body, an object (none if it is not
+// one), with gjson: for a body already read strictly and then patched, such
+// as a mended history, which needs no second strict reading.
+func ReadMembers(body []byte, items string) *Members {
+	m := NewMembers(items)
+	m.reset(body)
+	top := gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
+	if !top.IsObject() {
+		return m
+	}
+	m.object = true
+	top.ForEach(func(k, v gjson.Result) bool {
+		m.top = append(m.top, member{name: k.Str, v: Span{v.Index, v.Index + len(v.Raw)}})
+		if k.Str == items && items != "" && v.IsArray() {
+			m.itemsOK = true
+			v.ForEach(func(_, item gjson.Result) bool {
+				if len(m.spans) == MaxItems {
+					m.spans, m.itemsOK = m.spans[:0], false
+					return false
+				}
+				m.spans = append(m.spans, Span{item.Index, item.Index + len(item.Raw)})
+				return true
+			})
+		}
+		return true
+	})
+	return m
+}
+
+// valueStart is where the value after offset off (past a member's name, or
+// an array's '[' or ',') begins: after white space, ':' and ','.
+func valueStart(body []byte, off int) int {
+	for off < len(body) {
+		switch body[off] {
+		case ' ', '\t', '\n', '\r', ':', ',':
+			off++
+		default:
+			return off
+		}
+	}
+	return off
+}

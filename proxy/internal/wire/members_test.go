@@ -1,0 +1,86 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+var membersShape = Shape{"model": nil, "messages": Shape{"role": nil, "content": nil}, "tools": Shape{"type": nil}}
+
+var membersSeeds = []string{
+	`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[]}`,
+	" {\n \"m\\u006fdel\" :\t\"x\" , \"messages\" : [ {\"role\":\"user\"} , [2] ,\"s\", null ] ,\"n\":1.5e3}\n",
+	`{"messages":"not an array","model":{"a":[1,2,{"b":"}"}]}}`,
+	`{"messages":[],"tools":[{"type":"function"}],"other":true}`,
+	`{}`,
+	`[1,2]`,
+	`"text"`,
+	`{"a":"\u00e9\ud83d\ude00","messages":[{"content":"line\nbreak \"quoted\""}]}`,
+}
+
+// TestMembersAgree: the members and items that StrictMembers records as it
+// reads a body are those gjson finds walking it (ReadMembers, and Get).
+func TestMembersAgree(t *testing.T) {
+	for _, body := range membersSeeds {
+		checkMembers(t, []byte(body))
+	}
+	// Past MaxItems, no items are recorded.
+	many := `{"messages":[` + strings.Repeat(`{"role":"user"},`, MaxItems) + `{"role":"user"}]}`
+	m := NewMembers("messages")
+	if err := StrictMembers([]byte(many), membersShape, m); err != nil {
+		t.Fatal(err)
+	}
+	if spans, ok := m.Items(); ok || len(spans) != 0 {
+		t.Errorf("%d items recorded (ok %v) for %d items, over MaxItems", len(spans), ok, MaxItems+1)
+	}
+	checkMembers(t, []byte(many))
+}
+
+func checkMembers(t *testing.T, body []byte) {
+	t.Helper()
+	m := NewMembers("messages")
+	if err := StrictMembers(body, membersShape, m); err != nil {
+		return // what Strict refuses is never read further
+	}
+	loose := ReadMembers(body, "messages")
+	if m.Object() != loose.Object() || m.Object() != gjson.ParseBytes(body).IsObject() {
+		t.Fatalf("%q: an object to the strict reading: %v; to gjson: %v", body, m.Object(), loose.Object())
+	}
+	if len(m.top) != len(loose.top) {
+		t.Fatalf("%q: %d members recorded, gjson finds %d", body, len(m.top), len(loose.top))
+	}
+	for i, mb := range m.top {
+		if mb != loose.top[i] {
+			t.Fatalf("%q: member %d recorded as %+v, gjson finds %+v", body, i, mb, loose.top[i])
+		}
+		want := gjson.ParseBytes(body[mb.v.Start:mb.v.End])
+		got := m.Get(mb.name)
+		if got.Raw != want.Raw || got.Type != want.Type || got.Str != want.Str || got.Index != mb.v.Start {
+			t.Fatalf("%q: Get(%q) = %+v, want %+v at %d", body, mb.name, got, want, mb.v.Start)
+		}
+	}
+	spans, ok := m.Items()
+	lspans, lok := loose.Items()
+	if ok != lok || len(spans) != len(lspans) {
+		t.Fatalf("%q: items %v (%v), gjson finds %v (%v)", body, spans, ok, lspans, lok)
+	}
+	for i := range spans {
+		if spans[i] != lspans[i] {
+			t.Fatalf("%q: item %d at %v, gjson finds it at %v", body, i, spans[i], lspans[i])
+		}
+		if it := m.Item(spans[i]); it.Raw != string(body[spans[i].Start:spans[i].End]) || it.Index != spans[i].Start {
+			t.Fatalf("%q: Item(%v) = %+v", body, spans[i], it)
+		}
+	}
+}
+
+func FuzzMembers(f *testing.F) {
+	for _, s := range membersSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkMembers(t, body)
+	})
+}

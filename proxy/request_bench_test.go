@@ -1,0 +1,59 @@
+package proxy
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/toolguard/toolguard/internal/faulty"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
+)
+
+// BenchmarkRequestRead is the request side of an inspected request, without
+// HTTP: the strict reading, the history mender (with the prefix cache) and
+// opening what the request declares, as inspectRoute runs them. The
+// conversations are the load test's: one user message, and about 40 KB of
+// turns sent again (second turn: the cache knows the prefix).
+func BenchmarkRequestRead(b *testing.B) {
+	turn := `{"role":"user","content":"` + strings.Repeat("Click the next button on the page. ", 28) + `"},`
+	short := `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`
+	long := strings.Replace(short, `"messages":[`, `"messages":[`+strings.Repeat(turn, 40), 1)
+	rturn := `{"role":"user","content":"` + strings.Repeat("Click the next button on the page. ", 28) + `"},`
+	rlong := `{"model":"gpt-4o","input":[` + strings.Repeat(rturn, 40) + `{"role":"user","content":"Log in."}],"tools":[{"type":"function","name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]}`
+	for _, c := range []struct {
+		name string
+		f    format
+		body string
+	}{
+		{"chat/short", chatFormat, short},
+		{"chat/history", chatFormat, long},
+		{"responses/history", responsesFormat, rlong},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cache := ladder.NewHistoryCache()
+			scope := cache.Scope(c.f.name, "Bearer k")
+			body := []byte(c.body)
+			r := httptest.NewRequest("POST", "/v1"+c.f.path, nil)
+			r.Header.Set("Content-Type", "application/json")
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				m, release, err := readRequest(r, body, 1<<30, newByteBudget(1<<30), c.f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, edits, err := c.f.mendHistory(m, cache, scope); err != nil || len(edits) != 0 {
+					b.Fatal(err, edits)
+				}
+				if q := c.f.open(m, true); q == nil || q.Tools().Len() != 1 {
+					b.Fatal("no tools opened")
+				}
+				if c.f.uninspectable != nil && c.f.uninspectable(m, true) != "" {
+					b.Fatal("uninspectable")
+				}
+				m.Release()
+				release()
+			}
+		})
+	}
+}
