@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/toolguard/toolguard/internal/faulty"
+	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
 )
 
@@ -55,5 +57,43 @@ func BenchmarkRequestRead(b *testing.B) {
 				release()
 			}
 		})
+	}
+}
+
+// BenchmarkReplyRead is the reply side of an inspected chat completion,
+// without HTTP: the strict reading, the usage, and the ladder over its one
+// valid call (the load test's reply), as exchange.inspect runs them.
+func BenchmarkReplyRead(b *testing.B) {
+	cfg := policy.Default()
+	cfg.UpstreamURL = "http://127.0.0.1:1/v1"
+	h, err := New(Options{Config: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`
+	reply := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test-2025",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+		`{"id":"call_Xc4Aiih37EUJvqjoZlu4Vdoi","type":"function","function":{"name":"click","arguments":"{\"selector\":\"#login-button\"}"}}` +
+		`]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":82,"completion_tokens":17,"total_tokens":99}}`)
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	pol, perr := h.requestPolicyOf(r)
+	if perr != nil {
+		b.Fatal(perr)
+	}
+	m, err := chatFormat.read([]byte(req))
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := chatFormat.open(m, true)
+	b.ReportAllocs()
+	for b.Loop() {
+		ex := h.newExchange(context.Background(), chatFormat, q, pol)
+		if err := ex.req.ReadReply(reply); err != nil {
+			b.Fatal(err)
+		}
+		ex.noteUsage(reply, false)
+		if _, body, err := ex.run(reply); err != nil || len(body) != len(reply) || ex.x.Outcome != ladder.OutcomeValid {
+			b.Fatal(err, ex.x.Outcome)
+		}
 	}
 }

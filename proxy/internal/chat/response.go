@@ -48,7 +48,7 @@ func (q *Request) ReadReply(body []byte) error {
 
 // Usage returns the prompt and completion tokens a reply reports.
 func (q *Request) Usage(body []byte) (prompt, completion int64, ok bool) {
-	u := gjson.GetBytes(body, "usage")
+	u := wire.Parse(body).Get("usage")
 	if !u.IsObject() {
 		return 0, 0, false
 	}
@@ -59,7 +59,7 @@ func (q *Request) Usage(body []byte) (prompt, completion int64, ok bool) {
 // by ReadReply) and records them in x. It fails on a response whose calls
 // are in a shape a client would read differently (see sentOf).
 func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([]*ladder.Turn, error) {
-	choices := gjson.GetBytes(body, "choices")
+	choices := wire.Parse(body).Get("choices")
 	if choices.Exists() && !choices.IsArray() && choices.Type != gjson.Null {
 		return nil, errors.New("choices is not an array")
 	}

@@ -48,9 +48,10 @@ func (q *Request) ReadReply(body []byte) error {
 // Usage returns the input and output tokens a reply reports: a message, or
 // a stream's event that carries one.
 func (q *Request) Usage(body []byte) (in, out int64, ok bool) {
-	u := gjson.GetBytes(body, "usage")
+	b := wire.Parse(body)
+	u := b.Get("usage")
 	if !u.Exists() {
-		u = gjson.GetBytes(body, "message.usage")
+		u = b.Get("message.usage")
 	}
 	if !u.IsObject() {
 		return 0, 0, false
@@ -66,7 +67,7 @@ func cutOff(resp gjson.Result) bool { return resp.Get("stop_reason").Str == "max
 // records them in x: one turn for the whole content, or none. Text that
 // writes calls while tools are declared is read as calls.
 func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([]*ladder.Turn, error) {
-	resp := gjson.ParseBytes(body)
+	resp := wire.Parse(body)
 	content := resp.Get("content")
 	sent, err := sentOf(content)
 	if err != nil {

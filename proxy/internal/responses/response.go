@@ -55,10 +55,11 @@ func (q *Request) ReadReply(body []byte) error {
 // Usage returns the input and output tokens a reply reports: a response,
 // or a stream's event that carries one.
 func (q *Request) Usage(body []byte) (in, out int64, ok bool) {
-	if u := gjson.GetBytes(body, "usage"); u.Exists() {
+	b := wire.Parse(body)
+	if u := b.Get("usage"); u.Exists() {
 		return usageAt(u)
 	}
-	return usageAt(gjson.GetBytes(body, "response.usage"))
+	return usageAt(b.Get("response.usage"))
 }
 
 func usageAt(u gjson.Result) (in, out int64, ok bool) {
@@ -76,7 +77,7 @@ func cutOff(resp gjson.Result) bool {
 // Turns checks the function calls of a response (read by ReadReply) and
 // records them in x: one turn for the whole output, or none.
 func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([]*ladder.Turn, error) {
-	resp := gjson.ParseBytes(body)
+	resp := wire.Parse(body)
 	output := resp.Get("output")
 	if output.Exists() && output.Type != gjson.Null && !output.IsArray() {
 		return nil, errors.New("output is not an array")

@@ -88,7 +88,7 @@ func (m *Members) Item(s Span) gjson.Result { return m.result(s) }
 
 func (m *Members) result(s Span) gjson.Result {
 	raw := m.body[s.Start:s.End]
-	r := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw)))
+	r := Parse(raw)
 	r.Index = s.Start
 	return r
 }
@@ -128,7 +128,7 @@ func ReadRequest(body []byte, s Shape, items string) (*Members, error) {
 func ReadMembers(body []byte, items string) *Members {
 	m := NewMembers(items)
 	m.reset(body)
-	top := gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
+	top := Parse(body)
 	if !top.IsObject() {
 		return m
 	}
@@ -149,6 +149,14 @@ func ReadMembers(body []byte, items string) *Members {
 		return true
 	})
 	return m
+}
+
+// Parse reads body with gjson in place, where gjson.ParseBytes and
+// GetBytes copy it or what they return: the results alias body, which must
+// not change while they are in use. Bodies toolguard reads are never
+// changed in place (patches build new ones).
+func Parse(body []byte) gjson.Result {
+	return gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
 }
 
 // valueStart is where the value after offset off (past a member's name, or
