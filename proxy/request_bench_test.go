@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -94,6 +97,59 @@ func BenchmarkReplyRead(b *testing.B) {
 		ex.noteUsage(reply, false)
 		if _, body, err := ex.run(reply); err != nil || len(body) != len(reply) || ex.x.Outcome != ladder.OutcomeValid {
 			b.Fatal(err, ex.x.Outcome)
+		}
+	}
+}
+
+// BenchmarkStreamEvents is the events of a streamed chat completion through
+// the chat format's handling, without HTTP: 50 content events and a valid
+// call in three deltas, as the load test's model streams them, read from
+// the upstream's body in one piece.
+func BenchmarkStreamEvents(b *testing.B) {
+	cfg := policy.Default()
+	cfg.UpstreamURL = "http://127.0.0.1:1/v1"
+	h, err := New(Options{Config: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunk := func(choices string) string {
+		return `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test-2025","system_fingerprint":"fp_1","choices":` + choices + "}\n\n"
+	}
+	var sb strings.Builder
+	sb.WriteString(chunk(`[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`))
+	for i := range 50 {
+		sb.WriteString(chunk(`[{"index":0,"delta":{"content":"word` + strings.Repeat("x", i%7) + ` "},"logprobs":null,"finish_reason":null}]`))
+	}
+	sb.WriteString(chunk(`[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"click","arguments":""}}]},"logprobs":null,"finish_reason":null}]`))
+	sb.WriteString(chunk(`[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"selector\":"}}]},"logprobs":null,"finish_reason":null}]`))
+	sb.WriteString(chunk(`[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"#login-button\"}"}}]},"logprobs":null,"finish_reason":null}]`))
+	sb.WriteString(chunk(`[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]`))
+	sb.WriteString("data: [DONE]\n\n")
+	stream := sb.String()
+	req := `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`
+	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+	pol, perr := h.requestPolicyOf(r)
+	if perr != nil {
+		b.Fatal(perr)
+	}
+	m, err := chatFormat.read([]byte(req))
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := chatFormat.open(m, true)
+	var out bytes.Buffer
+	b.ReportAllocs()
+	b.SetBytes(int64(len(stream)))
+	for b.Loop() {
+		ex := h.newExchange(context.Background(), chatFormat, q, pol)
+		resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(strings.NewReader(stream))}
+		ex.stream(resp)
+		out.Reset()
+		if _, err := io.Copy(&out, resp.Body); err != nil {
+			b.Fatal(err)
+		}
+		if ex.x.Outcome != ladder.OutcomeValid || out.Len() < len(stream)/2 {
+			b.Fatalf("outcome %q, %d bytes out", ex.x.Outcome, out.Len())
 		}
 	}
 }

@@ -27,7 +27,12 @@ type stream struct {
 	out      *bytes.Buffer // where the event being handled writes
 	wire.Ending
 
-	choices  map[int64]*streamChoice
+	choices map[int64]*streamChoice
+	// event is where the members and choices of the event being handled
+	// are, as its strict reading found them. What is read from it is a
+	// slice of the event, whose bytes are reused after it: what is kept is
+	// copied.
+	event    *wire.Members
 	template []byte // the last chunk, whose envelope released calls reuse
 	usage    []byte // the usage chunk, held until the end
 	anyCalls bool
@@ -42,7 +47,7 @@ var _ wire.Events = (*stream)(nil)
 // NewStream returns the chat format's handling of a stream's events. The
 // content and tool calls it holds are bounded by maxBytes.
 func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
-	return &stream{Session: s, maxBytes: maxBytes, output: q.output, choices: map[int64]*streamChoice{}}
+	return &stream{Session: s, maxBytes: maxBytes, output: q.output, choices: map[int64]*streamChoice{}, event: wire.NewMembers("choices")}
 }
 
 // Handle implements wire.Events.
@@ -115,7 +120,7 @@ func (r *stream) handle(ev []byte) {
 		r.finish(ev)
 		return
 	}
-	if err := wire.Strict(data, chunkShape); err != nil {
+	if err := wire.StrictMembers(data, chunkShape, r.event); err != nil {
 		// A broken or ambiguous event could hold part of a tool call that
 		// a client reads differently from toolguard.
 		ae := wire.MalformedReply(err)
@@ -126,7 +131,7 @@ func (r *stream) handle(ev []byte) {
 		r.fail(ae, nil)
 		return
 	}
-	choices := gjson.GetBytes(data, "choices")
+	choices := r.event.Get("choices")
 	if !choices.IsArray() {
 		if choices.Exists() && choices.Type != gjson.Null {
 			r.fail(wire.MalformedReply(errors.New("choices is not an array")), nil)
@@ -135,7 +140,8 @@ func (r *stream) handle(ev []byte) {
 		r.out.Write(ev) // an error event, or something of the provider's own
 		return
 	}
-	if isEmptyArray(choices.Raw) && gjson.GetBytes(data, "usage").IsObject() {
+	spans, recorded := r.event.Items()
+	if isEmptyArray(choices.Raw) && r.event.Get("usage").IsObject() {
 		// The usage chunk: held so it can carry the sum over all attempts.
 		r.usage = append([]byte(nil), ev...)
 		r.Usage(data)
@@ -146,15 +152,19 @@ func (r *stream) handle(ev []byte) {
 		// created...); released calls reuse the first one's.
 		r.template = append([]byte(nil), data...)
 	}
-	nChoices := 0
-	choices.ForEach(func(_, _ gjson.Result) bool { nChoices++; return true })
+	nChoices := len(spans)
+	if !recorded {
+		nChoices = 0
+		choices.ForEach(func(_, _ gjson.Result) bool { nChoices++; return true })
+	}
 	chunk := data
 	changed := false // tool-call deltas were taken out of chunk
 	held := false    // the event is held whole with the call it carries
 	pos := 0
 	// One pass over each choice and its delta: this runs for every event.
-	choices.ForEach(func(_, c gjson.Result) bool {
-		prefix := "choices." + strconv.Itoa(pos) + "."
+	eachChoice(r.event, choices, func(c gjson.Result) bool {
+		at := pos // the choice's place in the chunk, for its patches
+		prefix := func() string { return "choices." + strconv.Itoa(at) + "." }
 		pos++
 		var idx int64
 		var delta, fr gjson.Result
@@ -236,7 +246,7 @@ func (r *stream) handle(ev []byte) {
 					return false
 				}
 				var err error
-				if chunk, err = sjson.DeleteBytes(chunk, prefix+"delta."+k.Str); err != nil {
+				if chunk, err = sjson.DeleteBytes(chunk, prefix()+"delta."+k.Str); err != nil {
 					r.fail(wire.WriteFailed(err), err)
 					return false
 				}
@@ -253,7 +263,7 @@ func (r *stream) handle(ev []byte) {
 			// until it is known not to be one.
 			if hold := r.textHold(sc); hold {
 				var err error
-				if chunk, err = sjson.DeleteBytes(chunk, prefix+"delta.content"); err != nil {
+				if chunk, err = sjson.DeleteBytes(chunk, prefix()+"delta.content"); err != nil {
 					r.fail(wire.WriteFailed(err), err)
 					return false
 				}
@@ -270,7 +280,7 @@ func (r *stream) handle(ev []byte) {
 			} else {
 				r.unholdContent(sc)
 				var err error
-				if chunk, err = sjson.DeleteBytes(chunk, prefix+"delta.content"); err != nil {
+				if chunk, err = sjson.DeleteBytes(chunk, prefix()+"delta.content"); err != nil {
 					r.fail(wire.WriteFailed(err), err)
 					return false
 				}
@@ -297,7 +307,7 @@ func (r *stream) handle(ev []byte) {
 			if len(sc.order) == 0 {
 				if r.settleText(sc) && fr.Str == "stop" {
 					var err error
-					if chunk, err = sjson.SetRawBytes(chunk, prefix+"finish_reason", []byte(`"tool_calls"`)); err != nil {
+					if chunk, err = sjson.SetRawBytes(chunk, prefix()+"finish_reason", []byte(`"tool_calls"`)); err != nil {
 						r.fail(wire.WriteFailed(err), err)
 						return false
 					}
@@ -318,7 +328,7 @@ func (r *stream) handle(ev []byte) {
 				}
 				if sc.released == 0 && (fr.Str == "tool_calls" || fr.Str == "function_call") {
 					var err error
-					if chunk, err = sjson.SetRawBytes(chunk, prefix+"finish_reason", []byte(`"stop"`)); err != nil {
+					if chunk, err = sjson.SetRawBytes(chunk, prefix()+"finish_reason", []byte(`"stop"`)); err != nil {
 						r.fail(wire.WriteFailed(err), err)
 						return false
 					}
@@ -347,6 +357,22 @@ func (r *stream) handle(ev []byte) {
 		r.out.Write(ev)
 	case !emptyChunk(chunk):
 		wire.WriteData(r.out, chunk)
+	}
+}
+
+// eachChoice hands each choice of an event to f until it returns false:
+// from the spans the strict reading recorded, or, past wire.MaxItems,
+// walking them.
+func eachChoice(m *wire.Members, choices gjson.Result, f func(c gjson.Result) bool) {
+	spans, ok := m.Items()
+	if !ok {
+		choices.ForEach(func(_, c gjson.Result) bool { return f(c) })
+		return
+	}
+	for _, s := range spans {
+		if !f(m.Item(s)) {
+			return
+		}
 	}
 }
 

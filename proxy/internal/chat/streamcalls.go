@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -157,7 +158,7 @@ func (r *stream) addDelta(sc *streamChoice, d gjson.Result, forced int64) *parti
 		fn = d
 	}
 	if id := d.Get("id").String(); id != "" && p.id == "" {
-		p.id = id
+		p.id = strings.Clone(id) // a slice of the event otherwise
 	}
 	switch n := fn.Get("name"); {
 	case n.Type == gjson.Null:
@@ -174,7 +175,10 @@ func (r *stream) addDelta(sc *streamChoice, d gjson.Result, forced int64) *parti
 			// it.
 			p.synthesize = true
 		}
-		if n.Str != p.name {
+		switch {
+		case p.name == "":
+			p.name = strings.Clone(n.Str) // a slice of the event otherwise
+		case n.Str != p.name:
 			p.name += n.Str
 		}
 	}
@@ -195,7 +199,7 @@ func (r *stream) addDelta(sc *streamChoice, d gjson.Result, forced int64) *parti
 	case a.Type != gjson.String && p.nonString == "" && len(p.args) == 0:
 		// Arguments as an object (or another value) in one delta, as some
 		// servers send them: checked as the non-streamed path checks them.
-		p.nonString = a.Raw
+		p.nonString = strings.Clone(a.Raw)
 		r.total += int64(len(a.Raw))
 	default:
 		// String fragments and a JSON value for one call: no client reads

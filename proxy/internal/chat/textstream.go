@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -29,7 +30,10 @@ func (r *stream) textHold(sc *streamChoice) bool {
 		// Real calls, or too much text to read: the text passes.
 		return r.releaseText(sc)
 	}
-	hold := r.X.TextCallHold(string(content))
+	// Read in place: a copy of the whole content so far for every event
+	// would cost the square of the content's length. TextCallHold keeps
+	// nothing of it.
+	hold := r.X.TextCallHold(unsafe.String(unsafe.SliceData(content), len(content)))
 	if hold < sc.emitted {
 		hold = sc.emitted
 	}

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"io"
+	"sync"
 )
 
 // Events is what a wire format does with the events of a stream it
@@ -44,13 +45,12 @@ type Stream struct {
 	// OnFail, if set, is told of every error that ends the stream.
 	OnFail func(*Error)
 
-	split   Splitter
-	scratch []byte
-	out     bytes.Buffer
-	eof     bool   // the upstream body is exhausted
-	held    []byte // an event kept back until the output before it is sent
-	done    bool   // nothing more will be added to out
-	err     error
+	split Splitter
+	out   bytes.Buffer
+	eof   bool   // the upstream body is exhausted
+	held  []byte // an event kept back until the output before it is sent
+	done  bool   // nothing more will be added to out
+	err   error
 }
 
 var _ io.ReadCloser = (*Stream)(nil)
@@ -58,8 +58,17 @@ var _ io.ReadCloser = (*Stream)(nil)
 // NewStream reads up through ev. max bounds one event's size; readError
 // maps a failed read (nil: the client is gone, end silently).
 func NewStream(up io.ReadCloser, ev Events, max int64, readError func(error) *Error) *Stream {
-	return &Stream{up: up, ev: ev, max: max, readError: readError, scratch: make([]byte, 32<<10)}
+	return &Stream{up: up, ev: ev, max: max, readError: readError}
 }
+
+// readBuffers are what the upstream's body is read into, one per read in
+// progress: the Splitter keeps a copy of what was read. Pooled, as
+// httputil's copy buffers are: a stream's 32 KiB would otherwise be
+// garbage when it ends.
+var readBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 32<<10)
+	return &b
+}}
 
 func (s *Stream) Read(p []byte) (int, error) {
 	for s.out.Len() == 0 && !s.done {
@@ -113,8 +122,10 @@ func (s *Stream) step() {
 			Msg: "an upstream event is larger than TOOLGUARD_MAX_RESPONSE_BYTES"})
 		return
 	}
-	n, err := s.up.Read(s.scratch)
-	s.split.Feed(s.scratch[:n])
+	buf := readBuffers.Get().(*[]byte)
+	n, err := s.up.Read(*buf)
+	s.split.Feed((*buf)[:n])
+	readBuffers.Put(buf)
 	switch {
 	case err == io.EOF:
 		s.eof = true
