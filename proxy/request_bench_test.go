@@ -67,27 +67,11 @@ func BenchmarkRequestRead(b *testing.B) {
 // without HTTP: the strict reading, the usage, and the ladder over its one
 // valid call (the load test's reply), as exchange.inspect runs them.
 func BenchmarkReplyRead(b *testing.B) {
-	cfg := policy.Default()
-	cfg.UpstreamURL = "http://127.0.0.1:1/v1"
-	h, err := New(Options{Config: cfg})
-	if err != nil {
-		b.Fatal(err)
-	}
-	req := `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`
+	h, q, pol := benchExchange(b, `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":`+faulty.ClickTools+`}`)
 	reply := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test-2025",` +
 		`"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
 		`{"id":"call_Xc4Aiih37EUJvqjoZlu4Vdoi","type":"function","function":{"name":"click","arguments":"{\"selector\":\"#login-button\"}"}}` +
 		`]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":82,"completion_tokens":17,"total_tokens":99}}`)
-	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
-	pol, perr := h.requestPolicyOf(r)
-	if perr != nil {
-		b.Fatal(perr)
-	}
-	m, err := chatFormat.read([]byte(req))
-	if err != nil {
-		b.Fatal(err)
-	}
-	q := chatFormat.open(m, true)
 	b.ReportAllocs()
 	for b.Loop() {
 		ex := h.newExchange(context.Background(), chatFormat, q, pol)
@@ -106,12 +90,6 @@ func BenchmarkReplyRead(b *testing.B) {
 // call in three deltas, as the load test's model streams them, read from
 // the upstream's body in one piece.
 func BenchmarkStreamEvents(b *testing.B) {
-	cfg := policy.Default()
-	cfg.UpstreamURL = "http://127.0.0.1:1/v1"
-	h, err := New(Options{Config: cfg})
-	if err != nil {
-		b.Fatal(err)
-	}
 	chunk := func(choices string) string {
 		return `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test-2025","system_fingerprint":"fp_1","choices":` + choices + "}\n\n"
 	}
@@ -126,17 +104,7 @@ func BenchmarkStreamEvents(b *testing.B) {
 	sb.WriteString(chunk(`[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]`))
 	sb.WriteString("data: [DONE]\n\n")
 	stream := sb.String()
-	req := `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`
-	r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
-	pol, perr := h.requestPolicyOf(r)
-	if perr != nil {
-		b.Fatal(perr)
-	}
-	m, err := chatFormat.read([]byte(req))
-	if err != nil {
-		b.Fatal(err)
-	}
-	q := chatFormat.open(m, true)
+	h, q, pol := benchExchange(b, `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"Log in."}],"tools":`+faulty.ClickTools+`}`)
 	var out bytes.Buffer
 	b.ReportAllocs()
 	b.SetBytes(int64(len(stream)))
@@ -152,4 +120,24 @@ func BenchmarkStreamEvents(b *testing.B) {
 			b.Fatalf("outcome %q, %d bytes out", ex.x.Outcome, out.Len())
 		}
 	}
+}
+
+// benchExchange is a Handler with the default configuration, and the chat
+// request req opened under its default policy.
+func benchExchange(b *testing.B, req string) (*Handler, request, requestPolicy) {
+	cfg := policy.Default()
+	cfg.UpstreamURL = "http://127.0.0.1:1/v1"
+	h, err := New(Options{Config: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pol, perr := h.requestPolicyOf(httptest.NewRequest("POST", "/v1/chat/completions", nil))
+	if perr != nil {
+		b.Fatal(perr)
+	}
+	m, err := chatFormat.read([]byte(req))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h, chatFormat.open(m, true), pol
 }
