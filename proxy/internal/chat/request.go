@@ -43,6 +43,8 @@ type Request struct {
 	// output stands for the content when the request declares a JSON
 	// response_format (see ladder.OutputTool); nil otherwise.
 	output *ladder.Tool
+	// reply is what ReadReply found of the first reply's members.
+	reply *wire.Members
 }
 
 // NewRequest reads the function tools of a chat request (checked by Read,

@@ -39,16 +39,40 @@ func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
 
 // ReadReply checks that a chat completion reads the same to toolguard as
 // to a client. The error is a *wire.Error for the client.
+//
+// What it finds of the reply's members and choices is kept for Usage and
+// Turns, which read the same body next.
 func (q *Request) ReadReply(body []byte) error {
-	if err := wire.Strict(body, responseShape); err != nil {
+	if q.reply == nil {
+		q.reply = wire.NewMembers("choices")
+	}
+	if err := wire.StrictMembers(body, responseShape, q.reply); err != nil {
+		q.reply = nil
 		return wire.MalformedReply(err)
 	}
 	return nil
 }
 
+// readOf returns the members ReadReply recorded, if it read body (this
+// very slice), or nil.
+func (q *Request) readOf(body []byte) *wire.Members {
+	if q.reply == nil || len(body) == 0 {
+		return nil
+	}
+	if b := q.reply.Body(); len(b) != len(body) || &b[0] != &body[0] {
+		return nil
+	}
+	return q.reply
+}
+
 // Usage returns the prompt and completion tokens a reply reports.
 func (q *Request) Usage(body []byte) (prompt, completion int64, ok bool) {
-	u := wire.Parse(body).Get("usage")
+	var u gjson.Result
+	if m := q.readOf(body); m != nil {
+		u = m.Get("usage")
+	} else {
+		u = wire.Parse(body).Get("usage")
+	}
 	if !u.IsObject() {
 		return 0, 0, false
 	}
@@ -59,7 +83,19 @@ func (q *Request) Usage(body []byte) (prompt, completion int64, ok bool) {
 // by ReadReply) and records them in x. It fails on a response whose calls
 // are in a shape a client would read differently (see sentOf).
 func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([]*ladder.Turn, error) {
-	choices := wire.Parse(body).Get("choices")
+	m := q.readOf(body)
+	if m == nil {
+		m = wire.ReadMembers(body, "choices")
+	}
+	// Turns is the last to read the members: what it keeps points into
+	// the body, not into them.
+	defer func() {
+		m.Release()
+		if m == q.reply {
+			q.reply = nil
+		}
+	}()
+	choices := m.Get("choices")
 	if choices.Exists() && !choices.IsArray() && choices.Type != gjson.Null {
 		return nil, errors.New("choices is not an array")
 	}
@@ -68,7 +104,7 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 	}
 	var out []*ladder.Turn
 	var err error
-	choices.ForEach(func(k, v gjson.Result) bool {
+	eachChoice(m, choices, func(k int, v gjson.Result) bool {
 		msg := v.Get("message")
 		cutOff := v.Get("finish_reason").String() == "length"
 		var calls []*ladder.Call
@@ -85,7 +121,7 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 		if len(calls) == 0 && err == nil && perr == nil {
 			if c := msg.Get("content"); c.Type == gjson.String {
 				var sent []ladder.Sent
-				if sent, rest = x.TextCalls(c.Str, int(k.Int())); sent != nil {
+				if sent, rest = x.TextCalls(c.Str, k); sent != nil {
 					for _, s := range sent {
 						calls = append(calls, x.Check(s, 0, true, cutOff))
 					}
@@ -95,7 +131,7 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 			if !converted && q.output != nil {
 				s, ok, cerr := q.content(msg)
 				if cerr != nil {
-					err = fmt.Errorf("choice %d: %w", k.Int(), cerr)
+					err = fmt.Errorf("choice %d: %w", k, cerr)
 					return false
 				}
 				if ok {
@@ -107,12 +143,12 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 		case err != nil:
 			return false
 		case perr != nil:
-			err = fmt.Errorf("choice %d: %w", k.Int(), perr)
+			err = fmt.Errorf("choice %d: %w", k, perr)
 			return false
 		case len(calls) == 0:
 			return true
 		case v.Index <= 0 || string(body[v.Index:v.Index+len(v.Raw)]) != v.Raw:
-			err = fmt.Errorf("choice %d: its position in the body is unknown", k.Int())
+			err = fmt.Errorf("choice %d: its position in the body is unknown", k)
 			return false
 		}
 		x.Calls = append(x.Calls, calls...)
@@ -129,7 +165,7 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 		if converted {
 			t.lastContent = contentOrNull(rest)
 		}
-		t.Turn = ladder.Turn{Index: int(k.Int()), Calls: calls, Last: calls, Wire: t}
+		t.Turn = ladder.Turn{Index: k, Calls: calls, Last: calls, Wire: t}
 		out = append(out, &t.Turn)
 		return true
 	})

@@ -162,7 +162,7 @@ func (r *stream) handle(ev []byte) {
 	held := false    // the event is held whole with the call it carries
 	pos := 0
 	// One pass over each choice and its delta: this runs for every event.
-	eachChoice(r.event, choices, func(c gjson.Result) bool {
+	eachChoice(r.event, choices, func(_ int, c gjson.Result) bool {
 		at := pos // the choice's place in the chunk, for its patches
 		prefix := func() string { return "choices." + strconv.Itoa(at) + "." }
 		pos++
@@ -363,14 +363,18 @@ func (r *stream) handle(ev []byte) {
 // eachChoice hands each choice of an event to f until it returns false:
 // from the spans the strict reading recorded, or, past wire.MaxItems,
 // walking them.
-func eachChoice(m *wire.Members, choices gjson.Result, f func(c gjson.Result) bool) {
+func eachChoice(m *wire.Members, choices gjson.Result, f func(i int, c gjson.Result) bool) {
 	spans, ok := m.Items()
 	if !ok {
-		choices.ForEach(func(_, c gjson.Result) bool { return f(c) })
+		i := 0
+		choices.ForEach(func(_, c gjson.Result) bool {
+			i++
+			return f(i-1, c)
+		})
 		return
 	}
-	for _, s := range spans {
-		if !f(m.Item(s)) {
+	for i, s := range spans {
+		if !f(i, m.Item(s)) {
 			return
 		}
 	}
