@@ -92,6 +92,8 @@ var allArms = []arm{
 	{name: "baseline-valid", target: "baseline", model: "valid", outcome: "valid", base: "direct", bare: "reverseproxy"},
 	{name: "baseline-repair", target: "baseline", model: "repair", outcome: "repaired", base: "direct", bare: "reverseproxy"},
 	{name: "baseline-history", target: "baseline", model: "valid", history: true, outcome: "valid", base: "history-direct", bare: "history-reverseproxy"},
+	{name: "baseline-stream", target: "baseline", model: "valid", stream: true, base: "stream-direct", bare: "stream-reverseproxy"},
+	{name: "baseline-notools", target: "baseline", model: "valid", noTools: true, base: "notools-direct", bare: "notools-reverseproxy"},
 }
 
 // path is where the arm's requests go.

@@ -83,7 +83,7 @@ func runCompare(ctx context.Context, args []string) error {
 	fs.StringVar(&c.profile, "profile", "", "directory: run the toolguard arms on a build that writes cpu.prof and allocs.prof there when it stops (the arm with inspection off in off/)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (binaries, logs, scripts)")
 	fs.StringVar(&c.toolguard, "toolguard-env", "", "comma-separated KEY=VALUE settings added to the toolguard arms' environment")
-	fs.StringVar(&c.baseline, "baseline", "", "a git revision: also build toolguard there and run its valid, repair and history arms (baseline-*) beside the current ones")
+	fs.StringVar(&c.baseline, "baseline", "", "a git revision: also build toolguard there and run its valid, repair, history, stream and no-tools arms (baseline-*) beside the current ones")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
