@@ -65,23 +65,34 @@ func BenchmarkRequestRead(b *testing.B) {
 
 // BenchmarkReplyRead is the reply side of an inspected chat completion,
 // without HTTP: the strict reading, the usage, and the ladder over its one
-// valid call (the load test's reply), as exchange.inspect runs them.
+// call (the load test's replies: valid, and a key in the wrong letter case
+// that is repaired), as exchange.inspect runs them.
 func BenchmarkReplyRead(b *testing.B) {
 	h, q, pol := benchExchange(b, `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":`+faulty.ClickTools+`}`)
-	reply := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test-2025",` +
-		`"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
-		`{"id":"call_Xc4Aiih37EUJvqjoZlu4Vdoi","type":"function","function":{"name":"click","arguments":"{\"selector\":\"#login-button\"}"}}` +
-		`]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":82,"completion_tokens":17,"total_tokens":99}}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		ex := h.newExchange(context.Background(), chatFormat, q, pol)
-		if err := ex.req.ReadReply(reply); err != nil {
-			b.Fatal(err)
-		}
-		ex.noteUsage(reply, false)
-		if _, body, err := ex.run(reply); err != nil || len(body) != len(reply) || ex.x.Outcome != ladder.OutcomeValid {
-			b.Fatal(err, ex.x.Outcome)
-		}
+	for _, c := range []struct {
+		name, args string
+		outcome    ladder.Outcome
+	}{
+		{"valid", `{\"selector\":\"#login-button\"}`, ladder.OutcomeValid},
+		{"repaired", `{\"Selector\":\"#login-button\"}`, ladder.OutcomeRepaired},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			reply := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test-2025",` +
+				`"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+				`{"id":"call_Xc4Aiih37EUJvqjoZlu4Vdoi","type":"function","function":{"name":"click","arguments":"` + c.args + `"}}` +
+				`]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":82,"completion_tokens":17,"total_tokens":99}}`)
+			b.ReportAllocs()
+			for b.Loop() {
+				ex := h.newExchange(context.Background(), chatFormat, q, pol)
+				if err := ex.req.ReadReply(reply); err != nil {
+					b.Fatal(err)
+				}
+				ex.noteUsage(reply, false)
+				if _, body, err := ex.run(reply); err != nil || len(body) == 0 || ex.x.Outcome != c.outcome {
+					b.Fatal(err, ex.x.Outcome)
+				}
+			}
+		})
 	}
 }
 
