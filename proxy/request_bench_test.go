@@ -18,7 +18,8 @@ import (
 // HTTP: the strict reading, the history mender (with the prefix cache) and
 // opening what the request declares, as inspectRoute runs them. The
 // conversations are the load test's: one user message, and about 40 KB of
-// turns sent again (second turn: the cache knows the prefix).
+// turns sent again (second turn: the cache knows the prefix; first turn:
+// it does not).
 func BenchmarkRequestRead(b *testing.B) {
 	turn := `{"role":"user","content":"` + strings.Repeat("Click the next button on the page. ", 28) + `"},`
 	short := `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`
@@ -29,10 +30,14 @@ func BenchmarkRequestRead(b *testing.B) {
 		name string
 		f    format
 		body string
+		// first: the cache is new on every request, as on a
+		// conversation's first turn.
+		first bool
 	}{
-		{"chat/short", chatFormat, short},
-		{"chat/history", chatFormat, long},
-		{"responses/history", responsesFormat, rlong},
+		{"chat/short", chatFormat, short, false},
+		{"chat/history", chatFormat, long, false},
+		{"chat/history-first-turn", chatFormat, long, true},
+		{"responses/history", responsesFormat, rlong, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			cache := ladder.NewHistoryCache()
@@ -46,6 +51,9 @@ func BenchmarkRequestRead(b *testing.B) {
 				m, release, err := readRequest(r, body, 1<<30, newByteBudget(1<<30), c.f)
 				if err != nil {
 					b.Fatal(err)
+				}
+				if c.first {
+					cache = ladder.NewHistoryCache()
 				}
 				if _, edits, err := c.f.mendHistory(m, cache, scope); err != nil || len(edits) != 0 {
 					b.Fatal(err, edits)
