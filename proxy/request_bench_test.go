@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolguard/toolguard/internal/fake"
 	"github.com/toolguard/toolguard/internal/faulty"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
@@ -76,7 +77,7 @@ func BenchmarkRequestRead(b *testing.B) {
 // call (the load test's replies: valid, and a key in the wrong letter case
 // that is repaired), as exchange.inspect runs them.
 func BenchmarkReplyRead(b *testing.B) {
-	h, q, pol := benchExchange(b, `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":`+faulty.ClickTools+`}`)
+	h, q, pol := benchExchange(b, chatFormat, `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":`+faulty.ClickTools+`}`)
 	for _, c := range []struct {
 		name, args string
 		outcome    ladder.Outcome
@@ -104,46 +105,54 @@ func BenchmarkReplyRead(b *testing.B) {
 	}
 }
 
-// BenchmarkStreamEvents is the events of a streamed chat completion through
-// the chat format's handling, without HTTP: 50 content events and a valid
-// call in three deltas, as the load test's model streams them, read from
-// the upstream's body in one piece.
+// BenchmarkStreamEvents is the events of a streamed reply through each
+// format's handling, without HTTP: 50 text deltas and a valid call whose
+// arguments come in three, as the fake model streams them in the format,
+// read from the upstream's body in one piece.
 func BenchmarkStreamEvents(b *testing.B) {
-	chunk := func(choices string) string {
-		return `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test-2025","system_fingerprint":"fp_1","choices":` + choices + "}\n\n"
-	}
-	var sb strings.Builder
-	sb.WriteString(chunk(`[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`))
-	for i := range 50 {
-		sb.WriteString(chunk(`[{"index":0,"delta":{"content":"word` + strings.Repeat("x", i%7) + ` "},"logprobs":null,"finish_reason":null}]`))
-	}
-	sb.WriteString(chunk(`[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"click","arguments":""}}]},"logprobs":null,"finish_reason":null}]`))
-	sb.WriteString(chunk(`[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"selector\":"}}]},"logprobs":null,"finish_reason":null}]`))
-	sb.WriteString(chunk(`[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"#login-button\"}"}}]},"logprobs":null,"finish_reason":null}]`))
-	sb.WriteString(chunk(`[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]`))
-	sb.WriteString("data: [DONE]\n\n")
-	stream := sb.String()
-	h, q, pol := benchExchange(b, `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"Log in."}],"tools":`+faulty.ClickTools+`}`)
-	var out bytes.Buffer
-	b.ReportAllocs()
-	b.SetBytes(int64(len(stream)))
-	for b.Loop() {
-		ex := h.newExchange(context.Background(), chatFormat, q, pol)
-		resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(strings.NewReader(stream))}
-		ex.stream(resp)
-		out.Reset()
-		if _, err := io.Copy(&out, resp.Body); err != nil {
-			b.Fatal(err)
-		}
-		if ex.x.Outcome != ladder.OutcomeValid || out.Len() < len(stream)/2 {
-			b.Fatalf("outcome %q, %d bytes out", ex.x.Outcome, out.Len())
-		}
+	reply := fake.Reply{Text: strings.Repeat("word ", 80), Calls: []fake.Call{{ID: "call_1", Name: "click", Args: `{"selector":"#login-button"}`}}, In: 82, Out: 17}
+	const clickSchema = `{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}`
+	for _, c := range []struct {
+		name string
+		f    format
+		fake fake.Format
+		req  string
+	}{
+		{"chat", chatFormat, fake.Chat, `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`},
+		{"responses", responsesFormat, fake.Responses, `{"model":"gpt-4o","stream":true,"input":"Log in.","tools":[{"type":"function","name":"click","parameters":` + clickSchema + `}]}`},
+		{"messages", messagesFormat, fake.Messages, `{"model":"claude-test","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Log in."}],"tools":[{"name":"click","input_schema":` + clickSchema + `}]}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			// Text in deltas of 8 bytes: 50 of them; arguments in 3.
+			events := c.fake.Events(reply, 8)
+			var sb strings.Builder
+			for _, ev := range events {
+				sb.WriteString(ev)
+			}
+			stream := sb.String()
+			h, q, pol := benchExchange(b, c.f, c.req)
+			var out bytes.Buffer
+			b.ReportAllocs()
+			b.SetBytes(int64(len(stream)))
+			for b.Loop() {
+				ex := h.newExchange(context.Background(), c.f, q, pol)
+				resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(strings.NewReader(stream))}
+				ex.stream(resp)
+				out.Reset()
+				if _, err := io.Copy(&out, resp.Body); err != nil {
+					b.Fatal(err)
+				}
+				if ex.x.Outcome != ladder.OutcomeValid || out.Len() < len(stream)/2 {
+					b.Fatalf("outcome %q, %d bytes out:\n%s", ex.x.Outcome, out.Len(), out.String())
+				}
+			}
+		})
 	}
 }
 
-// benchExchange is a Handler with the default configuration, and the chat
-// request req opened under its default policy.
-func benchExchange(b *testing.B, req string) (*Handler, request, requestPolicy) {
+// benchExchange is a Handler with the default configuration, and the
+// request req of format f opened under its default policy.
+func benchExchange(b *testing.B, f format, req string) (*Handler, request, requestPolicy) {
 	cfg := policy.Default()
 	cfg.UpstreamURL = "http://127.0.0.1:1/v1"
 	h, err := New(Options{Config: cfg})
@@ -154,9 +163,13 @@ func benchExchange(b *testing.B, req string) (*Handler, request, requestPolicy) 
 	if perr != nil {
 		b.Fatal(perr)
 	}
-	m, err := chatFormat.read([]byte(req))
+	m, err := f.read([]byte(req))
 	if err != nil {
 		b.Fatal(err)
 	}
-	return h, chatFormat.open(m, true), pol
+	q := f.open(m, true)
+	if q == nil {
+		b.Fatal("nothing to inspect in the request")
+	}
+	return h, q, pol
 }
