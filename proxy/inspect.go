@@ -288,16 +288,7 @@ func (ex *exchange) redact(s string) string { return ex.h.redact(s, nil) }
 // stream puts a streamed reply's body behind the format's handling of its
 // events (see wire.Stream).
 func (ex *exchange) stream(resp *http.Response) {
-	events := ex.req.NewStream(ladder.Session{
-		Ctx:     ex.ctx,
-		X:       &ex.x,
-		Ask:     ex,
-		Replies: func() [][]byte { return ex.replies },
-		Log:     ex.h.log,
-		Usage:   func(data []byte) { ex.noteUsage(data, false) },
-		ModelOf: ex.fallbackModelOf,
-		Redact:  ex.redact,
-	}, ex.h.cfg.MaxResponseBytes)
+	events := ex.req.NewStream(ex.session(), ex.h.cfg.MaxResponseBytes)
 	s := wire.NewStream(resp.Body, events, ex.h.cfg.MaxResponseBytes, func(err error) *wire.Error {
 		if ex.ctx.Err() != nil {
 			return nil // the client is gone: nobody to tell
@@ -312,6 +303,20 @@ func (ex *exchange) stream(resp *http.Response) {
 	resp.Body = s
 	resp.ContentLength = -1
 	resp.Header.Del("Content-Length")
+}
+
+// session is what a format's stream handling needs of the exchange.
+func (ex *exchange) session() ladder.Session {
+	return ladder.Session{
+		Ctx:     ex.ctx,
+		X:       &ex.x,
+		Ask:     ex,
+		Replies: func() [][]byte { return ex.replies },
+		Log:     ex.h.log,
+		Usage:   func(data []byte) { ex.noteUsage(data, false) },
+		ModelOf: ex.fallbackModelOf,
+		Redact:  ex.redact,
+	}
 }
 
 func (ex *exchange) setHeaders(h http.Header) {

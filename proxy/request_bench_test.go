@@ -152,7 +152,7 @@ func BenchmarkStreamEvents(b *testing.B) {
 
 // benchExchange is a Handler with the default configuration, and the
 // request req of format f opened under its default policy.
-func benchExchange(b *testing.B, f format, req string) (*Handler, request, requestPolicy) {
+func benchExchange(b testing.TB, f format, req string) (*Handler, request, requestPolicy) {
 	cfg := policy.Default()
 	cfg.UpstreamURL = "http://127.0.0.1:1/v1"
 	h, err := New(Options{Config: cfg})

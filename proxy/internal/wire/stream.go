@@ -14,7 +14,9 @@ type Events interface {
 	// a wrong yes only costs a write.
 	MayWait(ev []byte) bool
 	// Handle acts on one whole event, writing what the client gets to out,
-	// and reports when nothing more will be written. A *Error ends the
+	// and reports when nothing more will be written. ev is the stream's
+	// buffer, valid only until Handle returns: what is kept of it (an
+	// event held, a string or gjson.Result read from it) must be a copy. A *Error ends the
 	// stream with an error event (Fail); any other error ends it at once,
 	// with nothing more written (the client is gone).
 	Handle(ev []byte, out *bytes.Buffer) (done bool, err error)
