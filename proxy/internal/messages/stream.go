@@ -158,13 +158,16 @@ func (r *stream) handle(ev []byte) {
 		r.fail(invalidEvent(err.Error()))
 		return
 	}
-	e := gjson.ParseBytes(data)
+	// Read in place: ev is the stream's buffer, reused once the event is
+	// handled, so what is kept of it past Handle is copied (wire.Copy,
+	// hold, keep).
+	e := wire.Parse(data)
 	typ := e.Get("type")
 	// The TypeScript and Python SDKs dispatch on the event's name, the Go
 	// SDK on its type: an event whose two differ, or that has no name, is
 	// read differently.
-	if name, ok := wire.EventName(ev); !ok || typ.Type != gjson.String || name != typ.Str {
-		r.fail(invalidEvent(fmt.Sprintf("an event named %q has the type %s", wire.Clip(name, 64), wire.Clip(typ.Raw, 64))))
+	if name, ok := wire.EventName(ev); !ok || typ.Type != gjson.String || string(name) != typ.Str {
+		r.fail(invalidEvent(fmt.Sprintf("an event named %q has the type %s", wire.Clip(string(name), 64), wire.Clip(typ.Raw, 64))))
 		return
 	}
 	if !r.started && typ.Str != "message_start" && typ.Str != "ping" && typ.Str != "error" {
@@ -177,7 +180,7 @@ func (r *stream) handle(ev []byte) {
 			r.fail(invalidEvent("a second or malformed message_start"))
 			return
 		}
-		r.started, r.startUse = true, e.Get("message.usage")
+		r.started, r.startUse = true, wire.Copy(e.Get("message.usage"))
 		r.out.Write(ev)
 	case "content_block_start":
 		r.startBlock(ev, e)
@@ -232,7 +235,8 @@ func (r *stream) blockAt(e gjson.Result) *heldBlock {
 }
 
 func (r *stream) startBlock(ev []byte, e gjson.Result) {
-	i, cb := e.Get("index"), e.Get("content_block")
+	// The block's start is kept, and its type (a slice of it): a copy.
+	i, cb := e.Get("index"), wire.Copy(e.Get("content_block"))
 	typ := cb.Get("type").Str
 	switch {
 	case i.Type != gjson.Number || i.Raw != strconv.FormatInt(i.Int(), 10):
@@ -418,7 +422,7 @@ func (r *stream) releaseHeld(b *heldBlock) {
 	}
 	for _, ev := range b.events {
 		data, _ := wire.EventData(ev)
-		r.pass(b, ev, gjson.ParseBytes(data))
+		r.pass(b, ev, wire.Parse(data))
 		if r.Done {
 			return
 		}

@@ -156,14 +156,17 @@ func (r *stream) handle(ev []byte) {
 		r.fail(invalidEvent(err.Error()))
 		return
 	}
-	e := gjson.ParseBytes(data)
+	// Read in place: ev is the stream's buffer, reused once the event is
+	// handled, so what is kept of it past Handle is copied (strings.Clone,
+	// holdEvent, textEvent).
+	e := wire.Parse(data)
 	typ := e.Get("type").Str
 	if name, ok := wire.EventName(ev); ok {
 		r.named = true
-		if name != typ {
+		if string(name) != typ {
 			// Some clients dispatch on the event's name, others on its
 			// type: an event whose two differ is read differently.
-			r.fail(invalidEvent(fmt.Sprintf("an event named %q has the type %q", wire.Clip(name, 64), wire.Clip(typ, 64))))
+			r.fail(invalidEvent(fmt.Sprintf("an event named %q has the type %q", wire.Clip(string(name), 64), wire.Clip(typ, 64))))
 			return
 		}
 	}
@@ -240,7 +243,7 @@ func (r *stream) handle(ev []byte) {
 			r.fail(wire.MalformedReply(fmt.Errorf("the item at output_index %d is done as a function_call, but was added as another type", idx)))
 			return
 		}
-		r.final[idx] = e.Get("item").Raw
+		r.final[idx] = strings.Clone(e.Get("item").Raw)
 	}
 	if typ == "response.output_item.added" {
 		if len(r.upstream) >= maxStreamItems {
@@ -345,7 +348,7 @@ func (r *stream) addCall(ev []byte, e gjson.Result) {
 		return
 	}
 	r.anyCalls = true
-	hc := &heldCall{index: idx, id: e.Get("item.id").Str}
+	hc := &heldCall{index: idx, id: strings.Clone(e.Get("item.id").Str)}
 	r.calls[idx] = hc
 	r.order = append(r.order, hc)
 	r.holdEvent(hc, ev, e)
@@ -363,9 +366,9 @@ func (r *stream) holdEvent(hc *heldCall, ev []byte, e gjson.Result) {
 	}
 	switch e.Get("type").Str {
 	case "response.function_call_arguments.done":
-		hc.args = e.Get("arguments").Raw
+		hc.args = strings.Clone(e.Get("arguments").Raw)
 	case "response.output_item.done":
-		hc.item = e.Get("item").Raw
+		hc.item = strings.Clone(e.Get("item").Raw)
 		r.releaseReady()
 	}
 }
@@ -434,7 +437,7 @@ func (r *stream) releaseHeld(hc *heldCall) {
 	r.next++
 	for _, ev := range hc.events {
 		data, _ := wire.EventData(ev)
-		r.emit(ev, gjson.ParseBytes(data), hc.index)
+		r.emit(ev, wire.Parse(data), hc.index)
 		if r.Done {
 			return
 		}
@@ -541,7 +544,7 @@ func (r *stream) finish(ev []byte, e gjson.Result) {
 	}
 	r.outcome()
 	r.changed = true
-	r.emit(nil, gjson.ParseBytes(data), -1)
+	r.emit(nil, wire.Parse(data), -1)
 	r.finished = true
 }
 
@@ -577,10 +580,10 @@ func (r *stream) outcome() {
 	fmt.Fprintf(r.out, ": toolguard outcome=%s reasks=%d\n\n", r.X.Outcome, r.X.Reasks)
 }
 
-// itemAt returns the item of a response's output at the upstream index, or
-// "".
+// itemAt returns a copy of the item of a response's output at the upstream
+// index, or "".
 func itemAt(resp gjson.Result, idx int64) string {
-	return resp.Get("output." + strconv.FormatInt(idx, 10)).Raw
+	return strings.Clone(resp.Get("output." + strconv.FormatInt(idx, 10)).Raw)
 }
 
 // settle runs the ladder on the calls of the response: the waiting ones

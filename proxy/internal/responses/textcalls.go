@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +58,7 @@ func (r *stream) addTextMessage(ev []byte, e gjson.Result) bool {
 	if _, emitted := r.index[idx]; !ok || emitted || r.calls[idx] != nil {
 		return false // the usual checks refuse it
 	}
-	r.msg = &textMsg{hc: &heldCall{index: idx, id: e.Get("item.id").Str}}
+	r.msg = &textMsg{hc: &heldCall{index: idx, id: strings.Clone(e.Get("item.id").Str)}}
 	r.textEvent(ev, e)
 	return true
 }
@@ -71,10 +72,21 @@ func (r *stream) stopText() {
 	}
 }
 
-// textEvent handles an event of the message read for calls.
+// textEvent handles an event of the message read for calls. Most go out at
+// once (flushText), as they came: only an event still held after it is
+// copied out of the stream's buffer.
 func (r *stream) textEvent(ev []byte, e gjson.Result) {
+	hc := r.msg.hc
+	n := len(hc.events)
+	hc.events = append(hc.events, ev)
+	r.readTextEvent(ev, e)
+	if len(hc.events) == n+1 {
+		hc.events[n] = bytes.Clone(ev)
+	}
+}
+
+func (r *stream) readTextEvent(ev []byte, e gjson.Result) {
 	m := r.msg
-	m.hc.events = append(m.hc.events, append([]byte(nil), ev...))
 	r.total += int64(len(ev))
 	if r.total > r.maxBytes {
 		r.fail(&wire.Error{Type: "upstream_error", Code: "upstream_response_too_large",
@@ -104,7 +116,7 @@ func (r *stream) textEvent(ev []byte, e gjson.Result) {
 		return
 	case "response.output_item.done":
 		m.done = true
-		m.hc.item = e.Get("item").Raw
+		m.hc.item = strings.Clone(e.Get("item").Raw)
 	}
 	if m.sent && !m.holding || m.done && !m.holding {
 		r.flushText(m)
@@ -149,16 +161,17 @@ func (r *stream) flushText(m *textMsg) {
 	for _, ev := range hc.events {
 		r.total -= int64(len(ev))
 		data, _ := wire.EventData(ev)
-		e := gjson.ParseBytes(data)
+		e := wire.Parse(data)
 		if e.Get("type").Str == "response.output_item.done" {
-			r.final[hc.index] = e.Get("item").Raw
+			r.final[hc.index] = strings.Clone(e.Get("item").Raw)
 		}
 		r.emit(ev, e, hc.index)
 		if r.Done {
 			return
 		}
 	}
-	hc.events = nil
+	clear(hc.events)
+	hc.events = hc.events[:0] // for the next events, without a new slice each
 	m.emitted = m.text.Len()
 }
 
@@ -227,7 +240,7 @@ func orNull(item string) string {
 func heldCopiesAgree(hc *heldCall, text string) bool {
 	for _, ev := range hc.events {
 		data, _ := wire.EventData(ev)
-		e := gjson.ParseBytes(data)
+		e := wire.Parse(data)
 		switch e.Get("type").Str {
 		case "response.output_text.done":
 			if t := e.Get("text"); t.Type != gjson.String || t.Str != text {

@@ -33,7 +33,7 @@ func (r *stream) addMessage(ev []byte, e gjson.Result) {
 		r.fail(tooLarge("messages"))
 		return
 	}
-	hc := &heldCall{index: idx, id: e.Get("item.id").Str, waits: true}
+	hc := &heldCall{index: idx, id: strings.Clone(e.Get("item.id").Str), waits: true}
 	r.calls[idx] = hc
 	r.messages = append(r.messages, hc)
 	r.holdEvent(hc, ev, e)
@@ -107,7 +107,7 @@ func copiesAgree(hc *heldCall, part int, text string) bool {
 	var joined strings.Builder
 	for _, ev := range hc.events {
 		data, _ := wire.EventData(ev)
-		e := gjson.ParseBytes(data)
+		e := wire.Parse(data)
 		typ := e.Get("type").Str
 		if strings.HasPrefix(typ, "response.refusal.") {
 			return false

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -158,6 +159,10 @@ func ReadMembers(body []byte, items string) *Members {
 func Parse(body []byte) gjson.Result {
 	return gjson.Parse(unsafe.String(unsafe.SliceData(body), len(body)))
 }
+
+// Copy returns v read from a copy of its text, for a value kept past the
+// use of the body it was read from in place (Parse).
+func Copy(v gjson.Result) gjson.Result { return gjson.Parse(strings.Clone(v.Raw)) }
 
 // valueStart is where the value after offset off (past a member's name, or
 // an array's '[' or ',') begins: after white space, ':' and ','.

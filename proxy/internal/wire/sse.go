@@ -102,8 +102,9 @@ func EventData(ev []byte) ([]byte, bool) {
 	return data, lines > 0
 }
 
-// EventName returns the name an event's event: line gives it, if any.
-func EventName(ev []byte) (string, bool) {
+// EventName returns the name an event's event: line gives it, if any: a
+// slice of ev.
+func EventName(ev []byte) ([]byte, bool) {
 	for len(ev) > 0 {
 		i := bytes.IndexAny(ev, "\r\n")
 		line := ev
@@ -113,8 +114,8 @@ func EventName(ev []byte) (string, bool) {
 			ev = nil
 		}
 		if v, ok := bytes.CutPrefix(line, []byte("event:")); ok {
-			return string(bytes.TrimPrefix(v, []byte(" "))), true
+			return bytes.TrimPrefix(v, []byte(" ")), true
 		}
 	}
-	return "", false
+	return nil, false
 }
