@@ -13,7 +13,7 @@ import (
 
 // TestEventsKeepNothingOfTheirBuffer holds each format's stream handling to
 // wire.Events' contract: an event is the stream's buffer, read in place and
-// reused once Handle returns, so whatever is kept of it (held events, a
+// valid only until Handle returns, so whatever is kept of it (held events, a
 // call's id and item, a block's start, the usage) must be a copy. The same
 // events are handled twice: each from a copy of its own, and each from one
 // buffer overwritten after every Handle. The client's bytes and the calls

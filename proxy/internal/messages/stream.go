@@ -158,8 +158,8 @@ func (r *stream) handle(ev []byte) {
 		r.fail(invalidEvent(err.Error()))
 		return
 	}
-	// Read in place: ev is the stream's buffer, reused once the event is
-	// handled, so what is kept of it past Handle is copied (wire.Copy,
+	// Read in place: ev is the stream's buffer, valid only until Handle
+	// returns (wire.Events), so what is kept of it is copied (wire.Copy,
 	// hold, keep).
 	e := wire.Parse(data)
 	typ := e.Get("type")

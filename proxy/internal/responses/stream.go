@@ -156,8 +156,8 @@ func (r *stream) handle(ev []byte) {
 		r.fail(invalidEvent(err.Error()))
 		return
 	}
-	// Read in place: ev is the stream's buffer, reused once the event is
-	// handled, so what is kept of it past Handle is copied (strings.Clone,
+	// Read in place: ev is the stream's buffer, valid only until Handle
+	// returns (wire.Events), so what is kept of it is copied (strings.Clone,
 	// holdEvent, textEvent).
 	e := wire.Parse(data)
 	typ := e.Get("type").Str
