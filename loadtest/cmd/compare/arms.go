@@ -57,7 +57,11 @@ type arm struct {
 	model   string
 	stream  bool
 	history bool // send longHistory
-	noTools bool // declare no tools: nothing to inspect
+	// firstTurn: each request's history is a conversation the proxy has
+	// not seen, its system message numbered (conversationMark), so
+	// toolguard's history cache knows no prefix of it.
+	firstTurn bool
+	noTools   bool // declare no tools: nothing to inspect
 	// responses sends the request on the Responses API (POST
 	// /v1/responses), not Chat Completions.
 	responses bool
@@ -81,6 +85,9 @@ var allArms = []arm{
 	{name: "history-direct", target: "direct", model: "valid", history: true, base: "history-direct", bare: "history-reverseproxy"},
 	{name: "history-reverseproxy", target: "bare", model: "valid", history: true, base: "history-direct", bare: "history-reverseproxy"},
 	{name: "history-toolguard", target: "guard", model: "valid", history: true, outcome: "valid", base: "history-direct", bare: "history-reverseproxy"},
+	{name: "firstturn-direct", target: "direct", model: "valid", history: true, firstTurn: true, base: "firstturn-direct", bare: "firstturn-reverseproxy"},
+	{name: "firstturn-reverseproxy", target: "bare", model: "valid", history: true, firstTurn: true, base: "firstturn-direct", bare: "firstturn-reverseproxy"},
+	{name: "firstturn-toolguard", target: "guard", model: "valid", history: true, firstTurn: true, outcome: "valid", base: "firstturn-direct", bare: "firstturn-reverseproxy"},
 	{name: "notools-direct", target: "direct", model: "valid", noTools: true, base: "notools-direct", bare: "notools-reverseproxy"},
 	{name: "notools-reverseproxy", target: "bare", model: "valid", noTools: true, base: "notools-direct", bare: "notools-reverseproxy"},
 	{name: "notools-toolguard", target: "guard", model: "valid", noTools: true, base: "notools-direct", bare: "notools-reverseproxy"},
@@ -92,6 +99,7 @@ var allArms = []arm{
 	{name: "baseline-valid", target: "baseline", model: "valid", outcome: "valid", base: "direct", bare: "reverseproxy"},
 	{name: "baseline-repair", target: "baseline", model: "repair", outcome: "repaired", base: "direct", bare: "reverseproxy"},
 	{name: "baseline-history", target: "baseline", model: "valid", history: true, outcome: "valid", base: "history-direct", bare: "history-reverseproxy"},
+	{name: "baseline-firstturn", target: "baseline", model: "valid", history: true, firstTurn: true, outcome: "valid", base: "firstturn-direct", bare: "firstturn-reverseproxy"},
 	{name: "baseline-stream", target: "baseline", model: "valid", stream: true, base: "stream-direct", bare: "stream-reverseproxy"},
 	{name: "baseline-notools", target: "baseline", model: "valid", noTools: true, base: "notools-direct", bare: "notools-reverseproxy"},
 }
@@ -104,11 +112,26 @@ func (a arm) path() string {
 	return "/v1/chat/completions"
 }
 
+// body is the arm's request, as check and the probes send it.
 func (a arm) body() string {
+	return strings.Replace(a.template(), conversationMark, "0", 1)
+}
+
+// conversationMark is where a firstTurn arm's request is numbered: the load
+// generator writes a number of its own there for every request (writeScript).
+const conversationMark = "{{conversation}}"
+
+// template is the arm's request, with conversationMark in it for a
+// firstTurn arm.
+func (a arm) template() string {
 	if a.responses {
 		return responsesBody(a.model, a.stream)
 	}
-	return chatBody(a.model, a.stream, a.history, a.noTools)
+	body := chatBody(a.model, a.stream, a.history, a.noTools)
+	if a.firstTurn {
+		body = strings.Replace(body, `"content":"You operate`, `"content":"Conversation `+conversationMark+`. You operate`, 1)
+	}
+	return body
 }
 
 // responsesBody is a Responses request declaring click, flat.

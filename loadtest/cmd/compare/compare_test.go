@@ -3,10 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 func TestStatTicks(t *testing.T) {
@@ -79,5 +87,60 @@ func TestPickArmsAddsWhatAnArmIsMeasuredAgainst(t *testing.T) {
 	}
 	if _, err := pickArms(config{arms: "no-such-arm"}); err == nil {
 		t.Error("an unknown arm was accepted")
+	}
+}
+
+// TestFirstTurnArmsSendNewConversations runs wrk with a first-turn arm's
+// script: every request must be the arm's body, valid JSON, its
+// conversation numbered as no other request's is.
+func TestFirstTurnArmsSendNewConversations(t *testing.T) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		t.Skip("wrk is not installed (apt-get install -y wrk)")
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var bad []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		system := gjson.GetBytes(b, "messages.0.content").Str
+		mu.Lock()
+		defer mu.Unlock()
+		seen[system]++
+		if !gjson.ValidBytes(b) || !strings.HasPrefix(system, "Conversation ") || len(b) < 40<<10 {
+			bad = append(bad, tail(string(b), 200))
+		}
+	}))
+	defer srv.Close()
+	var a arm
+	for _, x := range allArms {
+		if x.name == "firstturn-toolguard" {
+			a = x
+		}
+	}
+	if !a.firstTurn || !strings.Contains(a.template(), conversationMark) || strings.Contains(a.body(), conversationMark) {
+		t.Fatalf("arm %+v: no conversation mark to number", a)
+	}
+	script, err := writeScript(t.TempDir(), a.name, a.template(), a.headers(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runWrk(context.Background(), srv.URL+a.path(), script, 4, 2, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bad) > 0 {
+		t.Fatalf("%d requests are not the arm's body, the first: %s", len(bad), bad[0])
+	}
+	total := 0
+	for system, n := range seen {
+		total += n
+		if n > 1 {
+			t.Errorf("%q sent %d times", system, n)
+		}
+	}
+	if total < 10 || int64(total) < res.requests {
+		t.Errorf("%d requests seen, wrk counted %d", total, res.requests)
 	}
 }

@@ -1,7 +1,8 @@
 // Command compare runs toolguard's load comparison and prints it as a
 // markdown table: the same fake model reached directly, through a bare
 // httputil.ReverseProxy, through toolguard (off; valid calls; the repair
-// path; the re-ask path; streaming; a 40 KB chat history) and through the
+// path; the re-ask path; streaming; a 40 KB chat history, sent again and
+// new with every request) and through the
 // Portkey gateway, with the CPU time each proxy spends per request.
 //
 // Run it from the repository:
@@ -83,7 +84,7 @@ func runCompare(ctx context.Context, args []string) error {
 	fs.StringVar(&c.profile, "profile", "", "directory: run the toolguard arms on a build that writes cpu.prof and allocs.prof there when it stops (the arm with inspection off in off/)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (binaries, logs, scripts)")
 	fs.StringVar(&c.toolguard, "toolguard-env", "", "comma-separated KEY=VALUE settings added to the toolguard arms' environment")
-	fs.StringVar(&c.baseline, "baseline", "", "a git revision: also build toolguard there and run its valid, repair, history, stream and no-tools arms (baseline-*) beside the current ones")
+	fs.StringVar(&c.baseline, "baseline", "", "a git revision: also build toolguard there and run its valid, repair, history, first-turn, stream and no-tools arms (baseline-*) beside the current ones")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -133,7 +134,7 @@ func runCompare(ctx context.Context, args []string) error {
 		if err := check(ctx, a, url, a.headers(servers["direct"])); err != nil {
 			return err
 		}
-		script, err := writeScript(tmp, a.name, a.body(), a.headers(servers["direct"]))
+		script, err := writeScript(tmp, a.name, a.template(), a.headers(servers["direct"]))
 		if err != nil {
 			return err
 		}

@@ -57,7 +57,7 @@ func (rp *report) markdown() string {
 		c.rounds, c.duration, c.duration, c.conns, c.threads)
 	fmt.Fprintf(&b, "Fake model: %s latency, %d content events per stream, reply padding %d bytes. Added = p50 at 1 connection minus direct's. ",
 		c.latency, c.events, c.pad)
-	fmt.Fprintf(&b, "CPU/req = the proxy process's CPU time (utime+stime, /proc/<pid>/stat, %s ticks) during the %d-connection run, divided by the requests it completed; the history arms send a 40 KB chat history.\n\n",
+	fmt.Fprintf(&b, "CPU/req = the proxy process's CPU time (utime+stime, /proc/<pid>/stat, %s ticks) during the %d-connection run, divided by the requests it completed; the history arms send a 40 KB chat history, the first-turn arms the same history numbered anew for every request (a conversation toolguard has not seen).\n\n",
 		rp.tick, c.conns)
 	b.WriteString("| arm | req/s @" + fmt.Sprint(c.conns) + " | p50 @1 | p99 @1 | p50 @" + fmt.Sprint(c.conns) + " | p99 @" + fmt.Sprint(c.conns) +
 		" | added p50 | req/s ÷ bare | added ÷ bare's | p99 @" + fmt.Sprint(c.conns) + " ÷ bare | CPU/req | CPU ÷ bare's | errors |\n")

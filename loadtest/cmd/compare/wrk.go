@@ -30,14 +30,39 @@ done = function(summary, latency, requests)
 end
 `
 
+// luaNumbered makes wrk send head, a number, then tail as each request's
+// body. setup runs in the main script, once per thread; request in each
+// thread's own.
+const luaNumbered = `
+local started, threads = os.time(), 0
+setup = function(thread)
+  threads = threads + 1
+  thread:set("tid", started .. "." .. threads)
+end
+local n = 0
+request = function()
+  n = n + 1
+  return wrk.format(nil, nil, nil, head .. tid .. "." .. n .. tail)
+end
+`
+
 // writeScript writes the Lua script that makes wrk POST body with headers.
+// A body with conversationMark in it is numbered anew for every request:
+// the run's start, wrk's thread and a count, so no two requests of a run,
+// nor of two runs, are the same conversation.
 func writeScript(dir, name, body string, headers map[string]string) (string, error) {
 	var b strings.Builder
 	b.WriteString("wrk.method = \"POST\"\n")
-	b.WriteString("wrk.body = [==[" + body + "]==]\n")
 	b.WriteString("wrk.headers[\"Content-Type\"] = \"application/json\"\n")
 	for k, v := range headers {
 		fmt.Fprintf(&b, "wrk.headers[%q] = %q\n", k, v)
+	}
+	if head, tail, ok := strings.Cut(body, conversationMark); ok {
+		b.WriteString(luaNumbered)
+		b.WriteString("head = [==[" + head + "]==]\n")
+		b.WriteString("tail = [==[" + tail + "]==]\n")
+	} else {
+		b.WriteString("wrk.body = [==[" + body + "]==]\n")
 	}
 	b.WriteString(luaDone)
 	path := filepath.Join(dir, name+".lua")
