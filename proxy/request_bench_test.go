@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +28,7 @@ func BenchmarkRequestRead(b *testing.B) {
 	long := strings.Replace(short, `"messages":[`, `"messages":[`+strings.Repeat(turn, 40), 1)
 	rturn := `{"role":"user","content":"` + strings.Repeat("Click the next button on the page. ", 28) + `"},`
 	rlong := `{"model":"gpt-4o","input":[` + strings.Repeat(rturn, 40) + `{"role":"user","content":"Log in."}],"tools":[{"type":"function","name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]}`
+	agent := strings.Replace(short, `"messages":[`, `"messages":[`+agentHistory(), 1)
 	for _, c := range []struct {
 		name string
 		f    format
@@ -38,6 +40,8 @@ func BenchmarkRequestRead(b *testing.B) {
 		{"chat/short", chatFormat, short, false},
 		{"chat/history", chatFormat, long, false},
 		{"chat/history-first-turn", chatFormat, long, true},
+		{"chat/agent-history", chatFormat, agent, false},
+		{"chat/agent-history-first-turn", chatFormat, agent, true},
 		{"responses/history", responsesFormat, rlong, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
@@ -70,6 +74,23 @@ func BenchmarkRequestRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// agentHistory is the load test's conversation (loadtest/cmd/compare): about
+// 40 KB of turns of an agent clicking through a site, each the user's
+// instruction, the assistant's call of click, and the tool's result, a
+// slice of the page (with escaped quotes). Each message ends with a comma.
+func agentHistory() string {
+	var b strings.Builder
+	b.WriteString(`{"role":"system","content":"You operate a web browser through tools. Call one tool at a time."},`)
+	page := strings.Repeat(`<li class=\"result\"><a href=\"/item\">An item of the list</a></li>`, 8)
+	for i := 0; b.Len() < 40<<10; i++ {
+		fmt.Fprintf(&b, `{"role":"user","content":"Open the next page of results, number %d."},`, i+2)
+		fmt.Fprintf(&b, `{"role":"assistant","content":null,"tool_calls":[{"id":"call_%04d","type":"function",`+
+			`"function":{"name":"click","arguments":"{\"selector\":\"#pager a.next:nth-of-type(%d)\"}"}}]},`, i, i+2)
+		fmt.Fprintf(&b, `{"role":"tool","tool_call_id":"call_%04d","content":"<ul>%s</ul>"},`, i, page)
+	}
+	return b.String()
 }
 
 // BenchmarkReplyRead is the reply side of an inspected chat completion,
