@@ -20,13 +20,18 @@ func MendHistory(m *wire.Members, c *ladder.HistoryCache, scope uint64) ([]byte,
 
 // mendMessage hands the calls of one message to m.
 func mendMessage(m *ladder.HistoryMender, msg gjson.Result) {
-	// One pass over the message's members: a lookup each would walk its
-	// content again.
-	var role, tcs, fc gjson.Result
+	// The role by a lookup, not one ForEach over every member: ForEach
+	// reads each value, unescaping each string (a tool result's whole
+	// content), where a lookup skips the values it passes. Most messages
+	// are not an assistant's, and their role comes first. An assistant's
+	// members are then read in one pass. (A name given twice was refused
+	// by the strict reading.)
+	if msg.Get("role").Str != "assistant" {
+		return
+	}
+	var tcs, fc gjson.Result
 	msg.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
-		case "role":
-			role = v
 		case "tool_calls":
 			tcs = v
 		case "function_call":
@@ -34,13 +39,11 @@ func mendMessage(m *ladder.HistoryMender, msg gjson.Result) {
 		}
 		return true
 	})
-	if role.Str != "assistant" {
-		return
-	}
 	if tcs.IsArray() {
 		tcs.ForEach(func(_, c gjson.Result) bool {
 			if c.IsObject() {
-				m.Call(c.Get("function.arguments"), c.Get("function"))
+				fn := c.Get("function")
+				m.Call(fn.Get("arguments"), fn)
 			}
 			return true
 		})
