@@ -8,15 +8,36 @@ import "bytes"
 // a lone CR, as the SSE specification says and clients read them: an event
 // framed by lone CRs that toolguard did not split would reach clients as
 // data it never saw.
+//
+// Its buffer is reused: the events Next returned are overwritten by the next
+// Feed, which moves the bytes not yet returned to the buffer's start.
 type Splitter struct {
-	buf       []byte
+	buf       []byte // the bytes not yet returned, from mem[off]
+	mem       []byte // the buffer's start (length 0)
+	off       int
 	scanned   int // bytes of buf already searched for a line end
 	lineStart int // where the line being scanned starts
 	eof       bool
 }
 
+// keptBuffer is the largest buffer a Splitter reuses: one grown by a large
+// event is let go once the event is read.
+const keptBuffer = 256 << 10
+
 // Feed appends bytes read from the network.
-func (s *Splitter) Feed(b []byte) { s.buf = append(s.buf, b...) }
+func (s *Splitter) Feed(b []byte) {
+	if s.off > 0 {
+		if cap(s.mem) > keptBuffer {
+			s.buf = bytes.Clone(s.buf)
+		} else {
+			n := copy(s.mem[:cap(s.mem)], s.buf)
+			s.buf = s.mem[:n]
+		}
+		s.off = 0
+	}
+	s.buf = append(s.buf, b...)
+	s.mem = s.buf[:0]
+}
 
 // End says no more bytes will come: a CR at the very end is a line end.
 func (s *Splitter) End() { s.eof = true }
@@ -26,7 +47,7 @@ func (s *Splitter) Buffered() int { return len(s.buf) }
 
 // Next returns the next whole event, raw (its blank line included), or false
 // when no whole event is buffered. The returned slice is valid until the next
-// call to feed.
+// call to Feed.
 func (s *Splitter) Next() ([]byte, bool) {
 	for {
 		i := bytes.IndexAny(s.buf[s.scanned:], "\r\n")
@@ -50,8 +71,8 @@ func (s *Splitter) Next() ([]byte, bool) {
 		empty := end == s.lineStart
 		s.scanned, s.lineStart = after, after
 		if empty {
-			ev := s.buf[:after]
-			s.buf = s.buf[after:]
+			ev := s.buf[:after:after]
+			s.buf, s.off = s.buf[after:], s.off+after
 			s.scanned, s.lineStart = 0, 0
 			return ev, true
 		}

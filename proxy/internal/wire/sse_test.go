@@ -1,0 +1,59 @@
+package wire
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestSplitterReusesItsBuffer: a long stream read in small pieces is split
+// in one buffer, moved to its start at each Feed, without allocating once
+// it has grown to an event and a read; the events come out whole, in order,
+// whatever the pieces.
+func TestSplitterReusesItsBuffer(t *testing.T) {
+	var stream strings.Builder
+	for i := range 200 {
+		stream.WriteString("data: {\"n\":" + strings.Repeat("1", i%40) + "}\r\n\r\n")
+	}
+	in := []byte(stream.String())
+	for _, piece := range []int{1, 7, 64, 4096} {
+		var s Splitter
+		var got bytes.Buffer
+		read := func() {
+			for at := 0; at < len(in); at += piece {
+				s.Feed(in[at:min(at+piece, len(in))])
+				for {
+					ev, ok := s.Next()
+					if !ok {
+						break
+					}
+					got.Write(ev)
+				}
+			}
+		}
+		read() // grows the buffer
+		if got.String() != stream.String() || len(s.Rest()) != 0 {
+			t.Fatalf("pieces of %d: the events do not reassemble to the stream", piece)
+		}
+		if allocs := testing.AllocsPerRun(5, func() { got.Reset(); read() }); allocs != 0 {
+			t.Errorf("pieces of %d: %.0f allocations per pass over the stream, want 0", piece, allocs)
+		}
+	}
+}
+
+// TestSplitterLetsGoOfALargeBuffer: a buffer grown past keptBuffer by one
+// large event is not kept once the event is read.
+func TestSplitterLetsGoOfALargeBuffer(t *testing.T) {
+	var s Splitter
+	s.Feed([]byte("data: " + strings.Repeat("x", 2*keptBuffer) + "\n\n"))
+	if ev, ok := s.Next(); !ok || len(ev) != 2*keptBuffer+8 {
+		t.Fatalf("the large event: %d bytes, %v", len(ev), ok)
+	}
+	s.Feed([]byte("data: a\n\n"))
+	if cap(s.mem) > keptBuffer {
+		t.Errorf("a buffer of %d bytes is kept after its large event", cap(s.mem))
+	}
+	if ev, ok := s.Next(); !ok || string(ev) != "data: a\n\n" {
+		t.Errorf("the next event: %q, %v", ev, ok)
+	}
+}
