@@ -194,6 +194,9 @@ func (r *stream) handle(ev []byte) {
 		}
 		sc := r.choice(idx)
 		var touched []*partialCall
+		// dropCalls names the delta's member of call deltas, taken out of
+		// chunk unless the event is held whole (then chunk is not sent).
+		dropCalls := ""
 		hasContent, textDelta := false, false
 		delta.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
@@ -245,12 +248,7 @@ func (r *stream) handle(ev []byte) {
 				if r.Done {
 					return false
 				}
-				var err error
-				if chunk, err = sjson.DeleteBytes(chunk, prefix()+"delta."+k.Str); err != nil {
-					r.fail(wire.WriteFailed(err), err)
-					return false
-				}
-				changed = true
+				dropCalls = k.Str
 			}
 			return true
 		})
@@ -300,6 +298,14 @@ func (r *stream) handle(ev []byte) {
 			// The event cannot go out with one call: the choice's calls
 			// will go out as chunks of toolguard's.
 			r.unhold(sc)
+		}
+		if dropCalls != "" && !held {
+			var err error
+			if chunk, err = sjson.DeleteBytes(chunk, prefix()+"delta."+dropCalls); err != nil {
+				r.fail(wire.WriteFailed(err), err)
+				return false
+			}
+			changed = true
 		}
 		if finishing && !sc.finished {
 			sc.finished = true
