@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,17 +17,17 @@ import (
 
 // BenchmarkRequestRead is the request side of an inspected request, without
 // HTTP: the strict reading, the history mender (with the prefix cache) and
-// opening what the request declares, as inspectRoute runs them. The
-// conversations are the load test's: one user message, and about 40 KB of
-// turns sent again (second turn: the cache knows the prefix; first turn:
-// it does not).
+// opening what the request declares, as inspectRoute runs them: one user
+// message, and about 40 KB of turns sent again (second turn: the cache
+// knows the prefix; first turn: it does not), plain user messages
+// (history) or the load test's agent conversation (fake.AgentHistory).
 func BenchmarkRequestRead(b *testing.B) {
 	turn := `{"role":"user","content":"` + strings.Repeat("Click the next button on the page. ", 28) + `"},`
 	short := `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`
 	long := strings.Replace(short, `"messages":[`, `"messages":[`+strings.Repeat(turn, 40), 1)
 	rturn := `{"role":"user","content":"` + strings.Repeat("Click the next button on the page. ", 28) + `"},`
 	rlong := `{"model":"gpt-4o","input":[` + strings.Repeat(rturn, 40) + `{"role":"user","content":"Log in."}],"tools":[{"type":"function","name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]}`
-	agent := strings.Replace(short, `"messages":[`, `"messages":[`+agentHistory(), 1)
+	agent := strings.Replace(short, `"messages":[`, `"messages":[`+fake.AgentHistory(), 1)
 	for _, c := range []struct {
 		name string
 		f    format
@@ -74,23 +73,6 @@ func BenchmarkRequestRead(b *testing.B) {
 			}
 		})
 	}
-}
-
-// agentHistory is the load test's conversation (loadtest/cmd/compare): about
-// 40 KB of turns of an agent clicking through a site, each the user's
-// instruction, the assistant's call of click, and the tool's result, a
-// slice of the page (with escaped quotes). Each message ends with a comma.
-func agentHistory() string {
-	var b strings.Builder
-	b.WriteString(`{"role":"system","content":"You operate a web browser through tools. Call one tool at a time."},`)
-	page := strings.Repeat(`<li class=\"result\"><a href=\"/item\">An item of the list</a></li>`, 8)
-	for i := 0; b.Len() < 40<<10; i++ {
-		fmt.Fprintf(&b, `{"role":"user","content":"Open the next page of results, number %d."},`, i+2)
-		fmt.Fprintf(&b, `{"role":"assistant","content":null,"tool_calls":[{"id":"call_%04d","type":"function",`+
-			`"function":{"name":"click","arguments":"{\"selector\":\"#pager a.next:nth-of-type(%d)\"}"}}]},`, i, i+2)
-		fmt.Fprintf(&b, `{"role":"tool","tool_call_id":"call_%04d","content":"<ul>%s</ul>"},`, i, page)
-	}
-	return b.String()
 }
 
 // BenchmarkReplyRead is the reply side of an inspected chat completion,

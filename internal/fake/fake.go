@@ -1,7 +1,8 @@
 // Package fake renders the replies of a scripted model in each wire format
 // toolguard inspects, as the OpenAI API writes them: a JSON reply, or the
 // events of a stream. It is the one place test upstreams, the demo, the
-// fault injector and the load test's model take their replies from.
+// fault injector and the load test's model take their replies from; and
+// of the conversation the load test sends (AgentHistory).
 package fake
 
 import (
