@@ -57,3 +57,43 @@ func TestSplitterLetsGoOfALargeBuffer(t *testing.T) {
 		t.Errorf("the next event: %q, %v", ev, ok)
 	}
 }
+
+// TestSplitterMovesEachByteAtMostOnce: the bytes a Feed moves to the
+// buffer's start are those after the last event returned, which no later
+// Feed moves again until another event is returned past them; so the work
+// stays linear in the stream whatever its reads. The hostile shapes: every
+// read ends one small event and starts a large one, in pieces of several
+// sizes.
+func TestSplitterMovesEachByteAtMostOnce(t *testing.T) {
+	moved := func(in []byte, piece int) int {
+		var s Splitter
+		n := 0
+		for at := 0; at < len(in); at += piece {
+			if s.off > 0 {
+				n += len(s.buf) // what Feed moves
+			}
+			s.Feed(in[at:min(at+piece, len(in))])
+			for {
+				if _, ok := s.Next(); !ok {
+					break
+				}
+			}
+		}
+		return n
+	}
+	stream := func(events int) []byte {
+		var b strings.Builder
+		for i := range events {
+			b.WriteString("data: a\n\n")
+			b.WriteString("data: " + strings.Repeat("x", 1000+i%3000) + "\n\n")
+		}
+		return []byte(b.String())
+	}
+	for _, piece := range []int{100, 1009, 4096, 32 << 10} {
+		small, large := stream(200), stream(400)
+		ms, ml := moved(small, piece), moved(large, piece)
+		if ms > len(small) || ml > len(large) {
+			t.Errorf("pieces of %d: %d and %d bytes moved for streams of %d and %d", piece, ms, ml, len(small), len(large))
+		}
+	}
+}
