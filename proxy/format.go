@@ -24,8 +24,10 @@ type format struct {
 	// read checks that a request body reads the same to toolguard as to
 	// the upstream, and returns where its members are, found in the same
 	// pass: the steps below read them there, never the body again. Its
-	// error is a *wire.Error for the client.
-	read func(body []byte) (*wire.Members, error)
+	// error is a *wire.Error for the client. known, if not nil, reports a
+	// prefix of the conversation that the history cache knows was read
+	// before, which is not read again (see wire.KnownPrefix).
+	read func(body []byte, known wire.KnownPrefix) (*wire.Members, error)
 	// items names the member holding the conversation, whose items
 	// Members record (for a body patched after read, wire.ReadMembers).
 	items string
@@ -115,9 +117,11 @@ var chatFormat = format{
 // without the prefix cache: its tool_use inputs are objects, mended one by
 // one (messages.MendHistory).
 var messagesFormat = format{
-	name:  "messages",
-	path:  messages.Path,
-	read:  messages.Read,
+	name: "messages",
+	path: messages.Path,
+	// The cache learns no prefix of a Messages conversation, so none is
+	// known to its reading.
+	read:  func(body []byte, _ wire.KnownPrefix) (*wire.Members, error) { return messages.Read(body) },
 	items: messages.Items,
 	mendHistory: func(m *wire.Members, _ *ladder.HistoryCache, _ uint64) ([]byte, []repair.Edit, error) {
 		return messages.MendHistory(m)

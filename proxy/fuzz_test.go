@@ -269,7 +269,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"functions":[{"name":"f"}],"messages":[]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		chat.NewRequest(wire.ReadMembers(in, chat.Items), true)
-		m, err := chat.Read(in)
+		m, err := chat.Read(in, nil)
 		if err != nil {
 			return // refused
 		}

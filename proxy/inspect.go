@@ -83,7 +83,10 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		}
 		var req request
 		if pol.Rules("").Mode != policy.ModeOff {
-			m, release, err := readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f)
+			// The history cache's verdicts are kept apart by format and
+			// credentials: no client learns what another sent.
+			scope := h.history.Scope(f.name, r.Header.Get("Authorization"), r.Header.Get("Api-Key"))
+			m, release, err := readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f, h.history.Known(scope))
 			defer release()
 			if err != nil {
 				return err
@@ -93,9 +96,7 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 			defer func() { m.Release() }()
 			body = m.Body()
 			if pol.Rules("").Mode.Repairs() {
-				// The history cache's verdicts are kept apart by format
-				// and credentials: no client learns what another sent.
-				mended, edits, err := f.mendHistory(m, h.history, h.history.Scope(f.name, r.Header.Get("Authorization"), r.Header.Get("Api-Key")))
+				mended, edits, err := f.mendHistory(m, h.history, scope)
 				if err != nil {
 					return writeFailed(err)
 				}

@@ -52,12 +52,12 @@ func BenchmarkRequestRead(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				m, release, err := readRequest(r, body, 1<<30, newByteBudget(1<<30), c.f)
-				if err != nil {
-					b.Fatal(err)
-				}
 				if c.first {
 					cache = ladder.NewHistoryCache()
+				}
+				m, release, err := readRequest(r, body, 1<<30, newByteBudget(1<<30), c.f, cache.Known(scope))
+				if err != nil {
+					b.Fatal(err)
 				}
 				if _, edits, err := c.f.mendHistory(m, cache, scope); err != nil || len(edits) != 0 {
 					b.Fatal(err, edits)
@@ -166,7 +166,7 @@ func benchExchange(b testing.TB, f format, req string) (*Handler, request, reque
 	if perr != nil {
 		b.Fatal(perr)
 	}
-	m, err := f.read([]byte(req))
+	m, err := f.read([]byte(req), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,8 +21,8 @@ const Items = "messages"
 // the upstream: strict JSON, an object, and tools declared unambiguously.
 // It returns where the body's members are, found in the same pass, for
 // MendHistory and NewRequest. The error is a *wire.Error for the client.
-func Read(body []byte) (*wire.Members, error) {
-	m, err := wire.ReadRequest(body, requestShape, Items)
+func Read(body []byte, known wire.KnownPrefix) (*wire.Members, error) {
+	m, err := wire.ReadRequest(body, requestShape, Items, known)
 	if err != nil {
 		return nil, err
 	}

@@ -29,13 +29,76 @@ const HistoryCacheEntries = 8192
 // and seeded hash, which a client cannot aim for without the process's
 // random seed) would skip mending a prefix's calls: history mending is a
 // courtesy to the provider, and those calls still go upstream as sent.
+//
+// For each scope it also remembers the last RecentPrefixes prefixes it
+// learned, for the strict reading of the next request (see Known): such
+// a prefix was read strictly, and needs no mending. To skip the strict
+// reading, which fails closed, a prefix must match a second hash of 64
+// bits as well, under another seed: 128 bits in all.
 type HistoryCache struct {
-	seed maphash.Seed
-	mu   sync.Mutex
-	set  map[prefixKey]struct{}
-	ring []prefixKey // keys in the order they were added
-	next int         // the ring's oldest key, once it is full
+	seed  maphash.Seed
+	check maphash.Seed // the second hash of a prefix the strict reading skips
+	mu    sync.Mutex
+	set   map[prefixKey]struct{}
+	order ring[prefixKey] // the set's keys in the order they were added
+	// recent holds the prefixes learned last, by scope; scopes is the
+	// order its scopes came in, the oldest forgotten first past
+	// RecentScopes.
+	recent map[uint64]*recentPrefixes
+	scopes ring[uint64]
 }
+
+// ring is the order in which the keys of a bounded set came, so that the
+// oldest is forgotten first.
+type ring[K any] struct {
+	keys []K
+	next int // the oldest key, once the ring is full
+}
+
+// push adds k to a ring of at most max keys, and returns the key it
+// replaces once it is full.
+func (r *ring[K]) push(k K, max int) (old K, full bool) {
+	if len(r.keys) < max {
+		r.keys = append(r.keys, k)
+		return old, false
+	}
+	old = r.keys[r.next]
+	r.keys[r.next] = k
+	r.next = (r.next + 1) % max
+	return old, true
+}
+
+// RecentPrefixes is how many prefixes the cache keeps for the strict
+// reading in each scope, and RecentScopes the scopes it keeps them for:
+// a scope's conversations, interleaved, each find their last prefix among
+// the scope's RecentPrefixes. They hold at most RecentScopes ×
+// RecentPrefixes × 32 bytes: 256 KiB.
+const (
+	RecentPrefixes = 32
+	RecentScopes   = 256
+)
+
+// recentPrefixes is a ring of a scope's last prefixes.
+type recentPrefixes struct {
+	p    [RecentPrefixes]knownPrefix
+	next int
+}
+
+// A knownPrefix is a prefix of a conversation's items, from the '[' of
+// their array: its length, its key's hash, its hash under the check seed,
+// and the hash of its last bytes, which rules out most candidates without
+// hashing them whole.
+type knownPrefix struct {
+	n                int
+	sum, check, tail uint64
+}
+
+// tailBytes is how much of a prefix's end its tail hash covers.
+const tailBytes = 64
+
+// minKnown is the shortest prefix remembered for the strict reading: to
+// skip fewer bytes costs about what reading them does.
+const minKnown = 1024
 
 type prefixKey struct {
 	sum uint64
@@ -44,7 +107,93 @@ type prefixKey struct {
 
 // NewHistoryCache returns an empty cache.
 func NewHistoryCache() *HistoryCache {
-	return &HistoryCache{seed: maphash.MakeSeed(), set: make(map[prefixKey]struct{})}
+	return &HistoryCache{seed: maphash.MakeSeed(), check: maphash.MakeSeed(),
+		set: make(map[prefixKey]struct{}), recent: make(map[uint64]*recentPrefixes)}
+}
+
+// Known returns what tells the strict reading of a request in scope which
+// prefix of its items it need not read again (see wire.KnownPrefix): the
+// last one remembered for scope that the body starts its items with, byte
+// for byte, under both hashes. At most one candidate is hashed whole; the
+// others are ruled out by their length and last bytes. Nil for a nil
+// cache.
+func (c *HistoryCache) Known(scope uint64) wire.KnownPrefix {
+	if c == nil {
+		return nil
+	}
+	return func(body []byte, at int) int {
+		var cands [RecentPrefixes]knownPrefix
+		c.mu.Lock()
+		r := c.recent[scope]
+		if r != nil {
+			cands = r.p
+		}
+		next := 0
+		if r != nil {
+			next = r.next
+		}
+		c.mu.Unlock()
+		if r == nil {
+			return 0
+		}
+		// The newest first.
+		for i := range RecentPrefixes {
+			k := cands[(next-1-i+2*RecentPrefixes)%RecentPrefixes]
+			if k.n == 0 || at+k.n > len(body) || c.tail(body[at:at+k.n]) != k.tail {
+				continue
+			}
+			p := body[at : at+k.n]
+			if prefixSum(c.seed, scope, p) == k.sum && prefixSum(c.check, scope, p) == k.check {
+				return k.n
+			}
+			return 0
+		}
+		return 0
+	}
+}
+
+// learn remembers the prefix p, from the '[' of a conversation's items,
+// for the strict reading of scope's next request; sum is its key's hash.
+func (c *HistoryCache) learn(scope uint64, p []byte, sum uint64) {
+	if len(p) < minKnown {
+		return
+	}
+	k := knownPrefix{n: len(p), sum: sum, check: prefixSum(c.check, scope, p), tail: c.tail(p)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.recent[scope]
+	if r == nil {
+		if old, full := c.scopes.push(scope, RecentScopes); full {
+			delete(c.recent, old)
+		}
+		r = new(recentPrefixes)
+		c.recent[scope] = r
+	}
+	r.p[r.next] = k
+	r.next = (r.next + 1) % RecentPrefixes
+}
+
+// tail is the hash of p's last bytes.
+func (c *HistoryCache) tail(p []byte) uint64 {
+	return maphash.Bytes(c.seed, p[max(len(p)-tailBytes, 0):])
+}
+
+// prefixSum is the hash under seed of scope and of the prefix p: for the
+// seed of the keys, the sum of p's prefixKey.
+func prefixSum(seed maphash.Seed, scope uint64, p []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	sb := scopeBytes(scope)
+	h.Write(sb[:])
+	h.Write(p)
+	return h.Sum64()
+}
+
+func scopeBytes(scope uint64) (b [8]byte) {
+	for i := range b {
+		b[i] = byte(scope >> (8 * i))
+	}
+	return b
 }
 
 // Len is the number of prefixes remembered.
@@ -72,12 +221,8 @@ func (c *HistoryCache) add(k prefixKey) {
 	if _, ok := c.set[k]; ok {
 		return
 	}
-	if len(c.ring) < HistoryCacheEntries {
-		c.ring = append(c.ring, k)
-	} else {
-		delete(c.set, c.ring[c.next])
-		c.ring[c.next] = k
-		c.next = (c.next + 1) % HistoryCacheEntries
+	if old, full := c.order.push(k, HistoryCacheEntries); full {
+		delete(c.set, old)
 	}
 	c.set[k] = struct{}{}
 }
@@ -108,13 +253,16 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // items mb records) with a HistoryMender, handing each item to each, which
 // hands its calls to the mender. With a cache, the items of the longest
 // prefix the cache holds for scope (see Scope) are skipped, and the longest
-// prefix found to need nothing is remembered. The body comes back
-// unchanged, byte for byte, when nothing needed mending.
+// prefix found to need nothing is remembered. Items the strict reading
+// skipped (mb.Known: a prefix the cache knew for scope, see Known) are
+// not walked. The body comes back unchanged, byte for byte, when nothing
+// needed mending.
 func MendHistory(mb *wire.Members, c *HistoryCache, scope uint64, each func(m *HistoryMender, item gjson.Result)) ([]byte, []repair.Edit, error) {
 	body, items := mb.Body(), mb.ItemsValue()
 	m := NewHistoryMender()
 	spans, ok := mb.Items()
 	if c == nil || !ok || items.Index <= 0 {
+		// Every item, those the strict reading skipped (mb.Known) too.
 		items.ForEach(func(_, item gjson.Result) bool {
 			each(m, item)
 			return true
@@ -124,16 +272,18 @@ func MendHistory(mb *wire.Members, c *HistoryCache, scope uint64, each func(m *H
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	// The key of each prefix: the hash of the scope and of the bytes from
-	// the array's start to the end of the item.
+	// the array's start to the end of the item. The prefix the strict
+	// reading skipped is known to need nothing.
 	keys := sc.keys[:0]
 	var h maphash.Hash
 	h.SetSeed(c.seed)
-	var sb [8]byte
-	for i := range sb {
-		sb[i] = byte(scope >> (8 * i))
-	}
+	sb := scopeBytes(scope)
 	h.Write(sb[:])
 	from := items.Index
+	if n := mb.Known(); n > 0 {
+		h.Write(body[from : from+n])
+		from += n
+	}
 	for _, s := range spans {
 		h.Write(body[from:s.End])
 		from = s.End
@@ -152,6 +302,7 @@ func MendHistory(mb *wire.Members, c *HistoryCache, scope uint64, each func(m *H
 	}
 	if clean > known {
 		c.add(keys[clean])
+		c.learn(scope, body[items.Index:items.Index+keys[clean].n], keys[clean].sum)
 	}
 	return m.Body(body)
 }

@@ -1,6 +1,7 @@
 package ladder
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -23,9 +24,24 @@ func conversation(args ...string) []byte {
 // number of edits and the items handed over.
 func mendCounted(t *testing.T, body []byte, c *HistoryCache, scope string) (string, int, int) {
 	t.Helper()
+	out, edits, seen, _ := mend(t, body, c, scope, nil)
+	return out, edits, seen
+}
+
+// mendKnown is mendCounted with the strict reading told what the cache
+// knows (see HistoryCache.Known); it also returns the length of the
+// prefix the reading skipped.
+func mendKnown(t *testing.T, body []byte, c *HistoryCache, scope string) (string, int, int, int) {
+	t.Helper()
+	return mend(t, body, c, scope, c.Known(c.Scope(scope)))
+}
+
+func mend(t *testing.T, body []byte, c *HistoryCache, scope string, known wire.KnownPrefix) (string, int, int, int) {
+	t.Helper()
 	seen := 0
 	m := wire.NewMembers("items")
-	if err := wire.StrictMembers(body, nil, m); err != nil {
+	defer m.Release()
+	if err := wire.StrictMembersKnown(body, nil, m, known); err != nil {
 		t.Fatal(err)
 	}
 	out, edits, err := MendHistory(m, c, c.Scope(scope), func(m *HistoryMender, item gjson.Result) {
@@ -35,7 +51,7 @@ func mendCounted(t *testing.T, body []byte, c *HistoryCache, scope string) (stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(out), len(edits), seen
+	return string(out), len(edits), seen, m.Known()
 }
 
 const (
@@ -130,5 +146,95 @@ func TestHistoryCacheLeavesLongConversations(t *testing.T) {
 	}
 	if c.Len() != 0 {
 		t.Errorf("%d entries for a conversation past the bound", c.Len())
+	}
+}
+
+// goods is n calls that need nothing.
+func goods(n int) []string {
+	args := make([]string, n)
+	for i := range args {
+		args[i] = goodArgs
+	}
+	return args
+}
+
+// itemsPrefix is the length of body's items up to the end of the last,
+// from their '['.
+func itemsPrefix(body []byte) int {
+	return bytes.LastIndexByte(body, ']') - bytes.IndexByte(body, '[')
+}
+
+// TestHistoryCacheKnowsTheLastTurn: the next turn of a conversation is
+// read strictly and mended only from its new items, with the result of a
+// reading and mending of all of them; another scope, and a conversation
+// too short to be worth it, are read in full.
+func TestHistoryCacheKnowsTheLastTurn(t *testing.T) {
+	c := NewHistoryCache()
+	turn1 := conversation(goods(30)...)
+	if itemsPrefix(turn1) < minKnown {
+		t.Fatalf("the first turn's items are %d bytes, under %d", itemsPrefix(turn1), minKnown)
+	}
+	if _, _, seen, known := mendKnown(t, turn1, c, "a"); seen != 30 || known != 0 {
+		t.Fatalf("first turn: %d items walked, %d bytes known", seen, known)
+	}
+	turn2 := conversation(append(goods(31), badArgs)...)
+	want, wantEdits, _ := mendCounted(t, turn2, nil, "")
+	if _, _, _, known := mendKnown(t, turn2, c, "b"); known != 0 {
+		t.Errorf("another scope: %d bytes known", known)
+	}
+	out, edits, seen, known := mendKnown(t, turn2, c, "a")
+	if known != itemsPrefix(turn1) || seen != 2 {
+		t.Errorf("next turn: %d bytes known (want %d), %d items walked (want the 2 new)", known, itemsPrefix(turn1), seen)
+	}
+	if out != want || edits != wantEdits || edits == 0 {
+		t.Errorf("next turn mended differently (%d edits, want %d)", edits, wantEdits)
+	}
+	// Sent again, it is known up to the call that needed mending, which is
+	// mended again.
+	out, edits, seen, known = mendKnown(t, turn2, c, "a")
+	if known <= itemsPrefix(turn1) || seen != 1 || out != want || edits != wantEdits {
+		t.Errorf("the turn again: %d bytes known, %d items walked, %d edits", known, seen, edits)
+	}
+	short := conversation(goods(2)...)
+	mendKnown(t, short, c, "a")
+	if _, _, _, known := mendKnown(t, short, c, "a"); known != 0 {
+		t.Errorf("a conversation of %d bytes: %d known", len(short), known)
+	}
+}
+
+// TestHistoryCacheRecentIsBounded: the prefixes kept for the strict
+// reading are at most RecentPrefixes per scope and RecentScopes scopes, the
+// oldest forgotten first.
+func TestHistoryCacheRecentIsBounded(t *testing.T) {
+	c := NewHistoryCache()
+	conv := func(i int) []byte {
+		return conversation(append(goods(30), fmt.Sprintf(`"{\"i\":%d}"`, i))...)
+	}
+	next := func(i int) []byte {
+		return conversation(append(goods(30), fmt.Sprintf(`"{\"i\":%d}"`, i), goodArgs)...)
+	}
+	for i := range RecentPrefixes + 1 {
+		mendKnown(t, conv(i), c, "s")
+	}
+	if _, _, _, known := mendKnown(t, next(0), c, "s"); known != 0 {
+		t.Errorf("the oldest of %d conversations of a scope is still known", RecentPrefixes+1)
+	}
+	if _, _, _, known := mendKnown(t, next(RecentPrefixes), c, "s"); known == 0 {
+		t.Errorf("the newest conversation of a scope is not known")
+	}
+	for i := range RecentScopes {
+		mendKnown(t, conv(0), c, fmt.Sprint("scope ", i))
+	}
+	c.mu.Lock()
+	scopes := len(c.recent)
+	c.mu.Unlock()
+	if scopes != RecentScopes {
+		t.Errorf("%d scopes kept, bound %d", scopes, RecentScopes)
+	}
+	if _, _, _, known := mendKnown(t, next(RecentPrefixes), c, "s"); known != 0 {
+		t.Errorf("the oldest scope is still known")
+	}
+	if _, _, _, known := mendKnown(t, next(0), c, fmt.Sprint("scope ", RecentScopes-1)); known == 0 {
+		t.Errorf("the newest scope is not known")
 	}
 }

@@ -72,7 +72,7 @@ const Items = "messages"
 // It returns where the body's members are, found in the same pass, for
 // MendHistory and NewRequest.
 func Read(body []byte) (*wire.Members, error) {
-	m, err := wire.ReadRequest(body, requestShape, Items)
+	m, err := wire.ReadRequest(body, requestShape, Items, nil)
 	if err != nil {
 		return nil, err
 	}

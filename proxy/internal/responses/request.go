@@ -52,8 +52,8 @@ const Items = "input"
 // unambiguously. It returns where the body's members are, found in the
 // same pass, for MendHistory, NewRequest and Uninspectable. The error is a
 // *wire.Error for the client.
-func Read(body []byte) (*wire.Members, error) {
-	m, err := wire.ReadRequest(body, requestShape, Items)
+func Read(body []byte, known wire.KnownPrefix) (*wire.Members, error) {
+	m, err := wire.ReadRequest(body, requestShape, Items, known)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,9 @@
 //   - Strict refuses what common parsers read differently (duplicate
 //     names, names differing in letter case, invalid UTF-8, NaN, trailing
 //     data, a byte order mark) in one pass, without allocating per value.
+//     Items of a conversation that a caller vouches were read strictly
+//     before, byte for byte (StrictMembersKnown), are not read again; a body
+//     not read strictly so is read again in full, for its error.
 //   - A Stream starts no goroutine: its work is done inside Read, and an
 //     event that may wait on the network is held until the output before
 //     it has gone out.

@@ -22,6 +22,14 @@ type Members struct {
 	spans   []Span
 	itemsOK bool
 	object  bool // the body is an object
+	// skipped is the length of the prefix of the items the strict reading
+	// skipped (see KnownPrefix): spans holds the items after it.
+	skipped int
+
+	// During a strict reading: what reports a known prefix, and the
+	// reading without it.
+	known KnownPrefix
+	skip  skipRead
 }
 
 // A Span is where a value is in a body: body[Start:End].
@@ -96,8 +104,15 @@ func (m *Members) result(s Span) gjson.Result {
 
 // Items returns where each item of the recorded member is, in order, and
 // whether they were recorded: false when the member is missing, not an
-// array, or holds more than MaxItems items.
+// array, or holds more than MaxItems items. When the strict reading
+// skipped a known prefix of the items (see Known), they are the items
+// after it.
 func (m *Members) Items() ([]Span, bool) { return m.spans, m.itemsOK }
+
+// Known is the length of the prefix of the items, from their array's '[',
+// that the strict reading skipped as read before (see KnownPrefix); 0 when
+// it read every item.
+func (m *Members) Known() int { return m.skipped }
 
 func (m *Members) reset(body []byte) {
 	m.body = body
@@ -105,14 +120,42 @@ func (m *Members) reset(body []byte) {
 	m.spans = m.spans[:0]
 	m.itemsOK = false
 	m.object = false
+	m.skipped = 0
+	m.known, m.skip = nil, skipRead{}
+}
+
+// input is what the strict reading reads: the body, or the body without
+// its known items.
+func (m *Members) input() []byte {
+	if m.skip.in != nil {
+		return m.skip.in
+	}
+	return m.body
+}
+
+// span is the span of the body at start:end of the input.
+func (m *Members) span(start, end int) Span {
+	return Span{m.skip.pos(start), m.skip.pos(end)}
+}
+
+// pos is where offset off of the reading without the known items is in
+// the body.
+func (k skipRead) pos(off int) int {
+	if k.in != nil && off > k.at {
+		return off + k.delta
+	}
+	return off
 }
 
 // ReadRequest reads a request body strictly (see StrictMembers), recording
 // its members and the items of the member items, and requires an object.
 // Its error is the client's (RequestUnreadable).
-func ReadRequest(body []byte, s Shape, items string) (*Members, error) {
+//
+// known, if not nil, reports a prefix of the items read before, which is
+// not read again (see StrictMembersKnown).
+func ReadRequest(body []byte, s Shape, items string, known KnownPrefix) (*Members, error) {
 	m := NewMembers(items)
-	err := StrictMembers(body, s, m)
+	err := StrictMembersKnown(body, s, m, known)
 	if err == nil && !m.Object() {
 		err = errors.New("the body is not a JSON object")
 	}

@@ -106,22 +106,125 @@ func Strict(body []byte, s Shape) error { return StrictMembers(body, s, nil) }
 // StrictMembers is Strict, recording in m (if not nil) where the body's
 // top-level members are and the items of the one m names, in the same pass.
 func StrictMembers(body []byte, s Shape, m *Members) error {
+	return StrictMembersKnown(body, s, m, nil)
+}
+
+// KnownPrefix reports a prefix of a body's items that a strict reading has
+// read before, in a body read under the same Shape: at is where the items'
+// array begins (its '['), and the prefix is body[at:at+n], from the '[' to
+// the end of an item, byte for byte the same as then. It returns 0 for none.
+//
+// Bytes read strictly once read the same again: an item's checks (its
+// syntax, UTF-8, its objects' names) depend on its bytes and the Shape
+// alone, never on what is around it.
+type KnownPrefix func(body []byte, at int) (n int)
+
+// StrictMembersKnown is StrictMembers, skipping the items of the prefix
+// that known (if not nil) reports: only the bytes around them are read.
+// m.Known is the length of the prefix skipped, and m.Items the spans of
+// the items after it. A body that is not read strictly in this way is
+// read again in full, whose error, counting every item, is the one
+// returned.
+func StrictMembersKnown(body []byte, s Shape, m *Members, known KnownPrefix) error {
+	if m == nil || known == nil {
+		return strictMembers(body, s, m, nil, nil)
+	}
+	err := strictMembers(body, s, m, known, nil)
+	sk, skipping := err.(*skipItems)
+	if !skipping {
+		return err
+	}
+	// The body without the known items: its '[', then what follows the
+	// last of them (past the comma after it). Read from a copy, whose
+	// offsets after the '[' m maps back to the body's.
+	buf := skipPool.Get().(*[]byte)
+	in := append(append((*buf)[:0], body[:sk.at+1]...), body[sk.cut:]...)
+	err = strictMembers(body, s, m, nil, &skipRead{in: in, at: sk.at, delta: sk.cut - sk.at - 1, n: sk.n})
+	if cap(in) <= maxPooledSkip {
+		*buf = in[:0]
+		skipPool.Put(buf)
+	}
+	if err != nil {
+		return strictMembers(body, s, m, nil, nil)
+	}
+	return nil
+}
+
+// skipItems is what strictMembers returns on finding a known prefix: the
+// reading starts again without it.
+type skipItems struct{ at, cut, n int }
+
+func (*skipItems) Error() string { return "wire: a known prefix of the items is skipped" }
+
+// skipRead is a reading of a body without its known items: in is the body
+// with body[at+1:at+1+delta] taken out, n the known prefix's length.
+type skipRead struct {
+	in           []byte
+	at, delta, n int
+}
+
+// maxPooledSkip bounds the buffers kept for the readings without a prefix.
+const maxPooledSkip = 1 << 20
+
+var skipPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// cutAfter is where the reading without the known prefix body[at:at+n]
+// resumes: past the comma after it, or at the ']' that closes the items.
+// ok is false when neither follows the prefix (its last item does not end
+// there in this body), or when the prefix does not start at '['.
+func cutAfter(body []byte, at, n int) (cut int, ok bool) {
+	if n <= 1 || at+n > len(body) || body[at] != '[' {
+		return 0, false
+	}
+	j := skipSpace(body, at+n)
+	switch {
+	case j == len(body):
+		return 0, false
+	case body[j] == ',':
+		// "[a,]" is not JSON, but "[" and "]" are: an item must follow.
+		if k := skipSpace(body, j+1); k < len(body) && body[k] != ']' {
+			return j + 1, true
+		}
+	case body[j] == ']':
+		return at + n, true
+	}
+	return 0, false
+}
+
+// skipSpace returns the offset of the first byte from i on that is not JSON
+// white space.
+func skipSpace(body []byte, i int) int {
+	for i < len(body) && (body[i] == ' ' || body[i] == '\t' || body[i] == '\n' || body[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func strictMembers(body []byte, s Shape, m *Members, known KnownPrefix, sk *skipRead) error {
+	in := body
 	if m != nil {
 		m.reset(body)
+		m.known = known
+		if sk != nil {
+			in, m.skip = sk.in, *sk
+		}
 	}
-	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) {
+	if bytes.HasPrefix(in, []byte("\xef\xbb\xbf")) {
 		return &StrictError{Reason: "the body starts with a byte order mark"}
 	}
 	st := strictPool.Get().(*strictState)
 	defer strictPool.Put(st)
 	// From a bytes.Buffer, jsontext reads the body in place, without
 	// copying it: the values it returns are slices of body.
-	st.b = *bytes.NewBuffer(body)
+	st.b = *bytes.NewBuffer(in)
 	st.d.Reset(&st.b)
 	defer func() {
 		// Keep no reference to body in the pool.
 		st.b = bytes.Buffer{}
 		st.d.Reset(&st.empty)
+		if m != nil {
+			m.known, m.skip.in = nil, nil
+		}
 	}()
 	var err error
 	if m != nil && st.d.PeekKind() == '{' {
@@ -230,15 +333,31 @@ func walkTop(d *jsontext.Decoder, s Shape, m *Members) error {
 		return syntaxError(d, err)
 	}
 	m.object = true
+	in := m.input()
 	for d.PeekKind() == '"' {
 		n, child, err := memberName(d, s)
 		if err != nil {
 			return err
 		}
-		// n is a slice of the body unless the name held an escape.
+		// n is a slice of the input unless the name held an escape; the
+		// input outlives the reading only when it is the body.
 		name := unsafe.String(unsafe.SliceData(n), len(n))
-		start := valueStart(m.body, int(d.InputOffset()))
+		if m.skip.in != nil {
+			name = strings.Clone(name)
+		}
+		start := valueStart(in, int(d.InputOffset()))
 		if m.items != "" && name == m.items && d.PeekKind() == '[' {
+			switch {
+			case m.known != nil:
+				n := m.known(m.body, start)
+				if cut, ok := cutAfter(m.body, start, n); ok {
+					return &skipItems{at: start, cut: cut, n: n}
+				}
+			case m.skip.in != nil && start != m.skip.at:
+				return errors.New("wire: the items moved")
+			case m.skip.in != nil:
+				m.skipped = m.skip.n
+			}
 			err = walkItems(d, child, m)
 		} else {
 			err = walkStrict(d, child)
@@ -246,7 +365,7 @@ func walkTop(d *jsontext.Decoder, s Shape, m *Members) error {
 		if err != nil {
 			return err
 		}
-		m.top = append(m.top, member{name: name, v: Span{start, int(d.InputOffset())}})
+		m.top = append(m.top, member{name: name, v: m.span(start, int(d.InputOffset()))})
 	}
 	if _, err := d.ReadToken(); err != nil { // '}'
 		return syntaxError(d, err)
@@ -261,8 +380,9 @@ func walkItems(d *jsontext.Decoder, s Shape, m *Members) error {
 		return syntaxError(d, err)
 	}
 	m.itemsOK = true
+	in := m.input()
 	for d.PeekKind() != ']' && d.PeekKind() != 0 {
-		start := valueStart(m.body, int(d.InputOffset()))
+		start := valueStart(in, int(d.InputOffset()))
 		if err := walkStrict(d, s); err != nil {
 			return err
 		}
@@ -270,7 +390,7 @@ func walkItems(d *jsontext.Decoder, s Shape, m *Members) error {
 			m.spans, m.itemsOK = m.spans[:0], false
 		}
 		if m.itemsOK {
-			m.spans = append(m.spans, Span{start, int(d.InputOffset())})
+			m.spans = append(m.spans, m.span(start, int(d.InputOffset())))
 		}
 	}
 	if _, err := d.ReadToken(); err != nil { // ']'

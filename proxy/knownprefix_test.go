@@ -1,0 +1,152 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/toolguard/toolguard/internal/fake"
+	"github.com/toolguard/toolguard/internal/faulty"
+	"github.com/toolguard/toolguard/policy"
+)
+
+// TestAConversationIsReadOnce: the items of a conversation that a client
+// sent before are not read strictly again when it sends the next turn, and
+// a body whose items differ from them in a single byte is read in full:
+// one that is not strict JSON there is refused, though its length and its
+// last bytes are those of the prefix the cache knows.
+func TestAConversationIsReadOnce(t *testing.T) {
+	var mu sync.Mutex
+	var sent [][]byte
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		sent = append(sent, b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		f := fake.Chat
+		if strings.HasSuffix(r.URL.Path, "/responses") {
+			f = fake.Responses
+		}
+		io.WriteString(w, f.JSON(fake.Reply{Text: "done", In: 1, Out: 1}))
+	}))
+	defer up.Close()
+	cfg := policy.Default()
+	cfg.UpstreamURL = up.URL + "/v1"
+	h, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	// Each message of the conversation holds a member, "name", that the
+	// client of the third turn below turns into a second "role".
+	msg := `{"role":"user","name":"ab","content":"` + strings.Repeat("Open the next page. ", 8) + `"}`
+	responsesTools := `[{"type":"function","name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]`
+	for _, c := range []struct {
+		f           format
+		head, tools string
+	}{
+		{chatFormat, `{"model":"m","messages":[`, faulty.ClickTools},
+		{responsesFormat, `{"model":"m","input":[`, responsesTools},
+	} {
+		t.Run(c.f.name, func(t *testing.T) {
+			turn := func(items []string) string {
+				return c.head + strings.Join(items, ",") + `],"tools":` + c.tools + `}`
+			}
+			items := make([]string, 20)
+			for i := range items {
+				items[i] = msg
+			}
+			send := func(auth, body string) int {
+				t.Helper()
+				req, _ := http.NewRequest("POST", srv.URL+"/v1"+c.f.path, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", auth)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			first := turn(items)
+			if code := send("Bearer a", first); code != 200 {
+				t.Fatalf("first turn: status %d", code)
+			}
+			next := turn(append(items, `{"role":"user","content":"And the one after."}`))
+			// read reads body as the handler does for a client with
+			// credential auth, and returns what the reading skipped.
+			read := func(auth, body string) (int, error) {
+				r := httptest.NewRequest("POST", "/v1"+c.f.path, nil)
+				scope := h.history.Scope(c.f.name, auth, "")
+				m, release, err := readRequest(r, []byte(body), 1<<30, newByteBudget(1<<30), c.f, h.history.Known(scope))
+				defer release()
+				if err != nil {
+					return 0, err
+				}
+				defer m.Release()
+				return m.Known(), nil
+			}
+			known := func(auth, body string) int {
+				t.Helper()
+				n, err := read(auth, body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			// The first turn's items, from the '[' to the end of the last.
+			prefix := len(first) - len(`],"tools":`+c.tools+`}`) - (len(c.head) - 1)
+			if n := known("Bearer a", next); n != prefix {
+				t.Errorf("next turn: %d bytes of the items known, want the first turn's %d", n, prefix)
+			}
+			if n := known("Bearer b", next); n != 0 {
+				t.Errorf("another client's next turn: %d bytes known, want none", n)
+			}
+			mu.Lock()
+			sent = nil
+			mu.Unlock()
+			if code := send("Bearer a", next); code != 200 {
+				t.Fatalf("next turn: status %d", code)
+			}
+			mu.Lock()
+			if len(sent) != 1 || !bytes.Equal(sent[0], []byte(next)) {
+				t.Errorf("next turn went upstream changed or not at all: %d bodies", len(sent))
+			}
+			mu.Unlock()
+
+			// The same bytes but for one: a duplicate name, or a byte that
+			// is not UTF-8, in the first message. The error names the item
+			// as a reading of every item does.
+			for _, bad := range []struct{ body, why string }{
+				{strings.Replace(next, `"name":"ab"`, `"role":"ab"`, 1), "duplicate member name at /" + c.f.items + "/0/role"},
+				{strings.Replace(next, `"name":"ab"`, "\"name\":\"a\xff\"", 1), "not valid UTF-8"},
+			} {
+				if len(bad.body) != len(next) || bad.body == next {
+					t.Fatal("the changed body is not the same length")
+				}
+				if _, err := read("Bearer a", bad.body); err == nil || !strings.Contains(err.Error(), bad.why) {
+					t.Errorf("a body whose known items changed by a byte: %v, want an error saying %q", err, bad.why)
+				}
+				mu.Lock()
+				sent = nil
+				mu.Unlock()
+				if code := send("Bearer a", bad.body); code != 400 {
+					t.Errorf("a body whose known items changed by a byte: status %d, want 400", code)
+				}
+				mu.Lock()
+				if len(sent) != 0 {
+					t.Errorf("it went upstream")
+				}
+				mu.Unlock()
+			}
+		})
+	}
+}
