@@ -34,7 +34,7 @@ type format struct {
 	// mendHistory mends the form of the calls in the conversation the
 	// client sends back (or returns the body as it was), skipping a prefix
 	// that the cache knows needs nothing for scope.
-	mendHistory func(m *wire.Members, c *ladder.HistoryCache, scope uint64) ([]byte, []repair.Edit, error)
+	mendHistory func(m *wire.Members, t *ladder.HistoryUse) ([]byte, []repair.Edit, error)
 	// open reads what a request declares: its function tools and, if
 	// output is set, its JSON response format; nil means nothing to inspect.
 	open func(m *wire.Members, output bool) request
@@ -123,7 +123,7 @@ var messagesFormat = format{
 	// known to its reading.
 	read:  func(body []byte, _ wire.KnownPrefix) (*wire.Members, error) { return messages.Read(body) },
 	items: messages.Items,
-	mendHistory: func(m *wire.Members, _ *ladder.HistoryCache, _ uint64) ([]byte, []repair.Edit, error) {
+	mendHistory: func(m *wire.Members, _ *ladder.HistoryUse) ([]byte, []repair.Edit, error) {
 		return messages.MendHistory(m)
 	},
 	open: func(m *wire.Members, output bool) request {

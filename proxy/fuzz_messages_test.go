@@ -109,7 +109,7 @@ func FuzzMessagesRequest(f *testing.F) {
 		if q := messagesFormat.open(m, true); q != nil && q.Tools().Len() == 0 {
 			t.Fatal("a request with no custom tools is opened")
 		}
-		out, edits, err := messagesFormat.mendHistory(m, nil, 0)
+		out, edits, err := messagesFormat.mendHistory(m, nil)
 		switch {
 		case err != nil:
 		case len(edits) == 0 && !bytes.Equal(out, in):

@@ -273,14 +273,14 @@ func FuzzRequest(f *testing.F) {
 		if err != nil {
 			return // refused
 		}
-		once, _, err := chat.MendHistory(m, nil, 0)
+		once, _, err := chat.MendHistory(m, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !gjson.ValidBytes(once) {
 			t.Fatalf("mended request is not JSON: %s", once)
 		}
-		twice, edits, err := chat.MendHistory(wire.ReadMembers(once, chat.Items), nil, 0)
+		twice, edits, err := chat.MendHistory(wire.ReadMembers(once, chat.Items), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -85,8 +85,8 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		if pol.Rules("").Mode != policy.ModeOff {
 			// The history cache's verdicts are kept apart by format and
 			// credentials: no client learns what another sent.
-			scope := h.history.Scope(f.name, r.Header.Get("Authorization"), r.Header.Get("Api-Key"))
-			m, release, err := readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f, h.history.Known(scope))
+			turn := h.history.Use(h.history.Scope(f.name, r.Header.Get("Authorization"), r.Header.Get("Api-Key")))
+			m, release, err := readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f, turn.KnownPrefix())
 			defer release()
 			if err != nil {
 				return err
@@ -96,7 +96,7 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 			defer func() { m.Release() }()
 			body = m.Body()
 			if pol.Rules("").Mode.Repairs() {
-				mended, edits, err := f.mendHistory(m, h.history, scope)
+				mended, edits, err := f.mendHistory(m, turn)
 				if err != nil {
 					return writeFailed(err)
 				}

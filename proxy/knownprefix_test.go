@@ -86,7 +86,7 @@ func TestAConversationIsReadOnce(t *testing.T) {
 			read := func(auth, body string) (int, error) {
 				r := httptest.NewRequest("POST", "/v1"+c.f.path, nil)
 				scope := h.history.Scope(c.f.name, auth, "")
-				m, release, err := readRequest(r, []byte(body), 1<<30, newByteBudget(1<<30), c.f, h.history.Known(scope))
+				m, release, err := readRequest(r, []byte(body), 1<<30, newByteBudget(1<<30), c.f, h.history.Use(scope).KnownPrefix())
 				defer release()
 				if err != nil {
 					return 0, err

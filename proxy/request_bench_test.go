@@ -55,11 +55,12 @@ func BenchmarkRequestRead(b *testing.B) {
 				if c.first {
 					cache = ladder.NewHistoryCache()
 				}
-				m, release, err := readRequest(r, body, 1<<30, newByteBudget(1<<30), c.f, cache.Known(scope))
+				turn := cache.Use(scope)
+				m, release, err := readRequest(r, body, 1<<30, newByteBudget(1<<30), c.f, turn.KnownPrefix())
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, edits, err := c.f.mendHistory(m, cache, scope); err != nil || len(edits) != 0 {
+				if _, edits, err := c.f.mendHistory(m, turn); err != nil || len(edits) != 0 {
 					b.Fatal(err, edits)
 				}
 				if q := c.f.open(m, true); q == nil || q.Tools().Len() != 1 {

@@ -111,54 +111,92 @@ func NewHistoryCache() *HistoryCache {
 		set: make(map[prefixKey]struct{}), recent: make(map[uint64]*recentPrefixes)}
 }
 
-// Known returns what tells the strict reading of a request in scope which
-// prefix of its items it need not read again (see wire.KnownPrefix): the
-// last one remembered for scope that the body starts its items with, byte
-// for byte, under both hashes. At most one candidate is hashed whole; the
-// others are ruled out by their length and last bytes. Nil for a nil
-// cache.
-func (c *HistoryCache) Known(scope uint64) wire.KnownPrefix {
+// A HistoryUse is one request's use of a HistoryCache, for a scope: the strict
+// reading asks it which prefix of the items it knows (Known), and
+// MendHistory goes on from the hashes of that prefix, not hashing it again.
+type HistoryUse struct {
+	c     *HistoryCache
+	scope uint64
+	// n is the length of the prefix Known found, 0 for none; sum and check
+	// are the hashes of the scope and of that prefix under each seed.
+	n          int
+	sum, check maphash.Hash
+}
+
+// Use returns a request's use of the cache for scope (see Scope); nil for
+// a nil cache.
+func (c *HistoryCache) Use(scope uint64) *HistoryUse {
 	if c == nil {
 		return nil
 	}
-	return func(body []byte, at int) int {
-		var cands [RecentPrefixes]knownPrefix
-		c.mu.Lock()
-		r := c.recent[scope]
-		if r != nil {
-			cands = r.p
-		}
-		next := 0
-		if r != nil {
-			next = r.next
-		}
-		c.mu.Unlock()
-		if r == nil {
-			return 0
-		}
-		// The newest first.
-		for i := range RecentPrefixes {
-			k := cands[(next-1-i+2*RecentPrefixes)%RecentPrefixes]
-			if k.n == 0 || at+k.n > len(body) || c.tail(body[at:at+k.n]) != k.tail {
-				continue
-			}
-			p := body[at : at+k.n]
-			if prefixSum(c.seed, scope, p) == k.sum && prefixSum(c.check, scope, p) == k.check {
-				return k.n
-			}
-			return 0
-		}
+	return &HistoryUse{c: c, scope: scope}
+}
+
+// KnownPrefix returns t.Known as the strict reading takes it; nil for a
+// nil t.
+func (t *HistoryUse) KnownPrefix() wire.KnownPrefix {
+	if t == nil {
+		return nil
+	}
+	return t.Known
+}
+
+// Known tells the strict reading which prefix of its items it need not
+// read again (see wire.KnownPrefix): the last one remembered for the
+// scope that body starts its items with, at at, byte for byte, under both
+// hashes. At most one candidate is hashed whole; the others are ruled out
+// by their length and last bytes.
+func (t *HistoryUse) Known(body []byte, at int) int {
+	c := t.c
+	var cands [RecentPrefixes]knownPrefix
+	c.mu.Lock()
+	r := c.recent[t.scope]
+	next := 0
+	if r != nil {
+		cands, next = r.p, r.next
+	}
+	c.mu.Unlock()
+	if r == nil {
 		return 0
 	}
+	// The newest first.
+	for i := range RecentPrefixes {
+		k := cands[(next-1-i+RecentPrefixes)%RecentPrefixes]
+		if k.n == 0 || at+k.n > len(body) || c.tail(body[at:at+k.n]) != k.tail {
+			continue
+		}
+		p := body[at : at+k.n]
+		c.start(&t.sum, c.seed, t.scope)
+		if t.sum.Write(p); t.sum.Sum64() != k.sum {
+			return 0
+		}
+		c.start(&t.check, c.check, t.scope)
+		if t.check.Write(p); t.check.Sum64() != k.check {
+			return 0
+		}
+		t.n = k.n
+		return k.n
+	}
+	return 0
 }
 
 // learn remembers the prefix p, from the '[' of a conversation's items,
-// for the strict reading of scope's next request; sum is its key's hash.
-func (c *HistoryCache) learn(scope uint64, p []byte, sum uint64) {
+// for the strict reading of the scope's next request; sum is its key's
+// hash. The hash under the check seed goes on from the prefix Known found,
+// when p extends it.
+func (t *HistoryUse) learn(p []byte, sum uint64) {
 	if len(p) < minKnown {
 		return
 	}
-	k := knownPrefix{n: len(p), sum: sum, check: prefixSum(c.check, scope, p), tail: c.tail(p)}
+	c, scope := t.c, t.scope
+	h := t.check
+	if t.n == 0 || t.n > len(p) {
+		c.start(&h, c.check, scope)
+		h.Write(p)
+	} else {
+		h.Write(p[t.n:])
+	}
+	k := knownPrefix{n: len(p), sum: sum, check: h.Sum64(), tail: c.tail(p)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.recent[scope]
@@ -178,22 +216,15 @@ func (c *HistoryCache) tail(p []byte) uint64 {
 	return maphash.Bytes(c.seed, p[max(len(p)-tailBytes, 0):])
 }
 
-// prefixSum is the hash under seed of scope and of the prefix p: for the
-// seed of the keys, the sum of p's prefixKey.
-func prefixSum(seed maphash.Seed, scope uint64, p []byte) uint64 {
-	var h maphash.Hash
+// start makes h the hash under seed of scope, to which a prefix's bytes
+// are written.
+func (c *HistoryCache) start(h *maphash.Hash, seed maphash.Seed, scope uint64) {
 	h.SetSeed(seed)
-	sb := scopeBytes(scope)
-	h.Write(sb[:])
-	h.Write(p)
-	return h.Sum64()
-}
-
-func scopeBytes(scope uint64) (b [8]byte) {
+	var b [8]byte
 	for i := range b {
 		b[i] = byte(scope >> (8 * i))
 	}
-	return b
+	h.Write(b[:])
 }
 
 // Len is the number of prefixes remembered.
@@ -251,17 +282,17 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // MendHistory mends the calls of the conversation items (the array whose
 // items mb records) with a HistoryMender, handing each item to each, which
-// hands its calls to the mender. With a cache, the items of the longest
-// prefix the cache holds for scope (see Scope) are skipped, and the longest
-// prefix found to need nothing is remembered. Items the strict reading
-// skipped (mb.Known: a prefix the cache knew for scope, see Known) are
-// not walked. The body comes back unchanged, byte for byte, when nothing
-// needed mending.
-func MendHistory(mb *wire.Members, c *HistoryCache, scope uint64, each func(m *HistoryMender, item gjson.Result)) ([]byte, []repair.Edit, error) {
+// hands its calls to the mender. With a cache (t, a request's use of one,
+// not nil), the items of the longest prefix the cache holds for the scope
+// are skipped, and the longest prefix found to need nothing is
+// remembered. Items the strict reading skipped (mb.Known: a prefix t.Known
+// found) are not walked. The body comes back unchanged, byte for byte, when
+// nothing needed mending.
+func MendHistory(mb *wire.Members, t *HistoryUse, each func(m *HistoryMender, item gjson.Result)) ([]byte, []repair.Edit, error) {
 	body, items := mb.Body(), mb.ItemsValue()
 	m := NewHistoryMender()
 	spans, ok := mb.Items()
-	if c == nil || !ok || items.Index <= 0 {
+	if t == nil || !ok || items.Index <= 0 || (mb.Known() > 0 && mb.Known() != t.n) {
 		// Every item, those the strict reading skipped (mb.Known) too.
 		items.ForEach(func(_, item gjson.Result) bool {
 			each(m, item)
@@ -269,20 +300,20 @@ func MendHistory(mb *wire.Members, c *HistoryCache, scope uint64, each func(m *H
 		})
 		return m.Body(body)
 	}
+	c := t.c
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	// The key of each prefix: the hash of the scope and of the bytes from
 	// the array's start to the end of the item. The prefix the strict
-	// reading skipped is known to need nothing.
+	// reading skipped is known to need nothing, and its hash is t's.
 	keys := sc.keys[:0]
 	var h maphash.Hash
-	h.SetSeed(c.seed)
-	sb := scopeBytes(scope)
-	h.Write(sb[:])
 	from := items.Index
 	if n := mb.Known(); n > 0 {
-		h.Write(body[from : from+n])
+		h = t.sum
 		from += n
+	} else {
+		c.start(&h, c.seed, t.scope)
 	}
 	for _, s := range spans {
 		h.Write(body[from:s.End])
@@ -302,7 +333,7 @@ func MendHistory(mb *wire.Members, c *HistoryCache, scope uint64, each func(m *H
 	}
 	if clean > known {
 		c.add(keys[clean])
-		c.learn(scope, body[items.Index:items.Index+keys[clean].n], keys[clean].sum)
+		t.learn(body[items.Index:items.Index+keys[clean].n], keys[clean].sum)
 	}
 	return m.Body(body)
 }

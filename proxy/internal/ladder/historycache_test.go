@@ -24,27 +24,32 @@ func conversation(args ...string) []byte {
 // number of edits and the items handed over.
 func mendCounted(t *testing.T, body []byte, c *HistoryCache, scope string) (string, int, int) {
 	t.Helper()
-	out, edits, seen, _ := mend(t, body, c, scope, nil)
+	out, edits, seen, _ := mend(t, body, c, scope, false)
 	return out, edits, seen
 }
 
 // mendKnown is mendCounted with the strict reading told what the cache
-// knows (see HistoryCache.Known); it also returns the length of the
-// prefix the reading skipped.
+// knows (see HistoryUse.Known); it also returns the length of the prefix the
+// reading skipped.
 func mendKnown(t *testing.T, body []byte, c *HistoryCache, scope string) (string, int, int, int) {
 	t.Helper()
-	return mend(t, body, c, scope, c.Known(c.Scope(scope)))
+	return mend(t, body, c, scope, true)
 }
 
-func mend(t *testing.T, body []byte, c *HistoryCache, scope string, known wire.KnownPrefix) (string, int, int, int) {
+func mend(t *testing.T, body []byte, c *HistoryCache, scope string, known bool) (string, int, int, int) {
 	t.Helper()
 	seen := 0
+	turn := c.Use(c.Scope(scope))
+	var kp wire.KnownPrefix
+	if known {
+		kp = turn.KnownPrefix()
+	}
 	m := wire.NewMembers("items")
 	defer m.Release()
-	if err := wire.StrictMembersKnown(body, nil, m, known); err != nil {
+	if err := wire.StrictMembersKnown(body, nil, m, kp); err != nil {
 		t.Fatal(err)
 	}
-	out, edits, err := MendHistory(m, c, c.Scope(scope), func(m *HistoryMender, item gjson.Result) {
+	out, edits, err := MendHistory(m, turn, func(m *HistoryMender, item gjson.Result) {
 		seen++
 		m.Call(item.Get("args"), item)
 	})

@@ -9,13 +9,13 @@ import (
 
 // MendHistory mends the form of the function_call items of the input a
 // client sends back (see ladder.HistoryMender), skipping the items of a
-// prefix that cache c (if not nil) knows needs nothing for scope (see
-// ladder.HistoryCache.Scope and ladder.MendHistory). It returns the body unchanged, byte for byte, when
+// prefix that the history cache knows needs nothing (t: the request's use
+// of the cache, if not nil; see ladder.MendHistory). It returns the body unchanged, byte for byte, when
 // nothing needed mending.
 //
 // m is where the body's members are (see Read).
-func MendHistory(m *wire.Members, c *ladder.HistoryCache, scope uint64) ([]byte, []repair.Edit, error) {
-	return ladder.MendHistory(m, c, scope, func(m *ladder.HistoryMender, item gjson.Result) {
+func MendHistory(m *wire.Members, t *ladder.HistoryUse) ([]byte, []repair.Edit, error) {
+	return ladder.MendHistory(m, t, func(m *ladder.HistoryMender, item gjson.Result) {
 		if item.IsObject() && item.Get("type").String() == "function_call" {
 			m.Call(item.Get("arguments"), item)
 		}
