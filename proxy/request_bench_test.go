@@ -32,8 +32,9 @@ func BenchmarkRequestRead(b *testing.B) {
 		name string
 		f    format
 		body string
-		// first: the cache is new on every request, as on a
-		// conversation's first turn.
+		// first: every request is a conversation of its own, its first
+		// message numbered, as on a conversation's first turn: the cache
+		// knows the others, of the same length, and none of its prefixes.
 		first bool
 	}{
 		{"chat/short", chatFormat, short, false},
@@ -47,13 +48,23 @@ func BenchmarkRequestRead(b *testing.B) {
 			cache := ladder.NewHistoryCache()
 			scope := cache.Scope(c.f.name, "Bearer k")
 			body := []byte(c.body)
+			const first = `{"role":"system","content":"Conversation 00000000."},`
+			number := -1 // where the conversation's number is in body
+			if c.first {
+				body = []byte(strings.Replace(c.body, "[", "["+first, 1))
+				number = strings.Index(string(body), "00000000")
+			}
 			r := httptest.NewRequest("POST", "/v1"+c.f.path, nil)
 			r.Header.Set("Content-Type", "application/json")
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
+			i := 0
 			for b.Loop() {
-				if c.first {
-					cache = ladder.NewHistoryCache()
+				if number >= 0 {
+					i++
+					for j, n := number+7, i; j >= number; j, n = j-1, n/10 {
+						body[j] = byte('0' + n%10)
+					}
 				}
 				turn := cache.Use(scope)
 				m, release, err := readRequest(r, body, 1<<30, newByteBudget(1<<30), c.f, turn.KnownPrefix())

@@ -86,15 +86,15 @@ type recentPrefixes struct {
 
 // A knownPrefix is a prefix of a conversation's items, from the '[' of
 // their array: its length, its key's hash, its hash under the check seed,
-// and the hash of its last bytes, which rules out most candidates without
-// hashing them whole.
+// and the hash of its first and last bytes, which rules out most
+// candidates without hashing them whole.
 type knownPrefix struct {
 	n                int
-	sum, check, tail uint64
+	sum, check, ends uint64
 }
 
-// tailBytes is how much of a prefix's end its tail hash covers.
-const tailBytes = 64
+// endBytes is how much of each end of a prefix its ends hash covers.
+const endBytes = 64
 
 // minKnown is the shortest prefix remembered for the strict reading: to
 // skip fewer bytes costs about what reading them does.
@@ -145,7 +145,7 @@ func (t *HistoryUse) KnownPrefix() wire.KnownPrefix {
 // read again (see wire.KnownPrefix): the last one remembered for the
 // scope that body starts its items with, at at, byte for byte, under both
 // hashes. At most one candidate is hashed whole; the others are ruled out
-// by their length and last bytes.
+// by their length and their first and last bytes.
 func (t *HistoryUse) Known(body []byte, at int) int {
 	c := t.c
 	var cands [RecentPrefixes]knownPrefix
@@ -162,7 +162,7 @@ func (t *HistoryUse) Known(body []byte, at int) int {
 	// The newest first.
 	for i := range RecentPrefixes {
 		k := cands[(next-1-i+RecentPrefixes)%RecentPrefixes]
-		if k.n == 0 || at+k.n > len(body) || c.tail(body[at:at+k.n]) != k.tail {
+		if k.n == 0 || at+k.n > len(body) || c.ends(body[at:at+k.n]) != k.ends {
 			continue
 		}
 		p := body[at : at+k.n]
@@ -196,7 +196,7 @@ func (t *HistoryUse) learn(p []byte, sum uint64) {
 	} else {
 		h.Write(p[t.n:])
 	}
-	k := knownPrefix{n: len(p), sum: sum, check: h.Sum64(), tail: c.tail(p)}
+	k := knownPrefix{n: len(p), sum: sum, check: h.Sum64(), ends: c.ends(p)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.recent[scope]
@@ -211,9 +211,14 @@ func (t *HistoryUse) learn(p []byte, sum uint64) {
 	r.next = (r.next + 1) % RecentPrefixes
 }
 
-// tail is the hash of p's last bytes.
-func (c *HistoryCache) tail(p []byte) uint64 {
-	return maphash.Bytes(c.seed, p[max(len(p)-tailBytes, 0):])
+// ends is the hash of p's first and last bytes: conversations that share a
+// length differ there, most often (a client's first message, or its last).
+func (c *HistoryCache) ends(p []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.Write(p[:min(len(p), endBytes)])
+	h.Write(p[max(len(p)-endBytes, 0):])
+	return h.Sum64()
 }
 
 // start makes h the hash under seed of scope, to which a prefix's bytes
