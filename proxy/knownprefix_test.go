@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -149,4 +151,67 @@ func TestAConversationIsReadOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzKnownPrefixRequest: a chat or Responses request that starts its items
+// with a prefix read before reads, with the prefix skipped, as it does in
+// full: the same error, or the same members and items after the prefix.
+func FuzzKnownPrefixRequest(f *testing.F) {
+	msg := `{"role":"user","content":"Open the next page."}`
+	f.Add(false, `{"model":"m","messages":[`+msg+`,`+msg+`],"tools":`+faulty.ClickTools+`}`, uint8(0), `,{"role":"user","content":"x"}],"tools":`+faulty.ClickTools+`}`)
+	f.Add(false, `{"model":"m","messages":[`+msg+`,`+msg+`],"tools":`+faulty.ClickTools+`}`, uint8(1), `,{"role":"user","Role":"x"}]}`)
+	f.Add(false, `{"messages":[`+msg+`],"tools":[]}`, uint8(0), `],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"a"}}]}`)
+	f.Add(true, `{"model":"m","input":[`+msg+`,{"type":"function_call","call_id":"c","name":"click","arguments":"{}"}],"tools":[]}`, uint8(1), `,{"type":"function_call_output","call_id":"c","output":"ok"}],"tools":[]}`)
+	f.Add(true, `{"model":"m","input":[`+msg+`],"tools":[]}`, uint8(0), `],"Input":[]}`)
+	f.Fuzz(func(t *testing.T, responses bool, seed string, pick uint8, tail string) {
+		fm := chatFormat
+		if responses {
+			fm = responsesFormat
+		}
+		m1, err := fm.read([]byte(seed), nil)
+		if err != nil {
+			return
+		}
+		spans, ok := m1.Items()
+		at := m1.ItemsValue().Index
+		if !ok || len(spans) == 0 {
+			m1.Release()
+			return
+		}
+		end := spans[int(pick)%len(spans)].End
+		m1.Release()
+		body := []byte(seed[:end] + tail)
+		known := func(b []byte, from int) int {
+			if from != at {
+				return 0
+			}
+			return end - at
+		}
+		full, ferr := fm.read(body, nil)
+		skip, serr := fm.read(body, known)
+		if fmt.Sprint(ferr) != fmt.Sprint(serr) {
+			t.Fatalf("%q with %d bytes known: error %v, in full %v", body, end-at, serr, ferr)
+		}
+		if ferr != nil {
+			return
+		}
+		defer full.Release()
+		defer skip.Release()
+		for _, name := range []string{"model", fm.items, "tools", "functions", "text", "response_format", "stream"} {
+			if a, b := skip.Get(name), full.Get(name); a.Raw != b.Raw || a.Index != b.Index {
+				t.Fatalf("%q: %s read as %q at %d, in full %q at %d", body, name, a.Raw, a.Index, b.Raw, b.Index)
+			}
+		}
+		fspans, _ := full.Items()
+		sspans, _ := skip.Items()
+		if skip.Known() > 0 {
+			if skip.Known() != end-at {
+				t.Fatalf("%q: %d bytes known, want %d", body, skip.Known(), end-at)
+			}
+			fspans = fspans[min(int(pick)%len(spans)+1, len(fspans)):]
+		}
+		if !slices.Equal(sspans, fspans) {
+			t.Fatalf("%q: items %v, in full %v", body, sspans, fspans)
+		}
+	})
 }
