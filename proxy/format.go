@@ -113,19 +113,13 @@ var chatFormat = format{
 	},
 }
 
-// messagesFormat is the Anthropic Messages API. Its history is mended
-// without the prefix cache: its tool_use inputs are objects, mended one by
-// one (messages.MendHistory).
+// messagesFormat is the Anthropic Messages API.
 var messagesFormat = format{
-	name: "messages",
-	path: messages.Path,
-	// The cache learns no prefix of a Messages conversation, so none is
-	// known to its reading.
-	read:  func(body []byte, _ wire.KnownPrefix) (*wire.Members, error) { return messages.Read(body) },
-	items: messages.Items,
-	mendHistory: func(m *wire.Members, _ *ladder.HistoryUse) ([]byte, []repair.Edit, error) {
-		return messages.MendHistory(m)
-	},
+	name:        "messages",
+	path:        messages.Path,
+	read:        messages.Read,
+	items:       messages.Items,
+	mendHistory: messages.MendHistory,
 	open: func(m *wire.Members, output bool) request {
 		if q := messages.NewRequest(m, output); q != nil {
 			return q

@@ -67,6 +67,14 @@ type exchange struct {
 	received, sent, reaskBytes int64
 }
 
+// historyUse is r's use of the history cache. The cache's verdicts are
+// kept apart by format and credentials, every header a client's key may
+// come in: no client learns what another sent.
+func (h *Handler) historyUse(r *http.Request, f format) *ladder.HistoryUse {
+	return h.history.Use(h.history.Scope(f.name,
+		r.Header.Get("Authorization"), r.Header.Get("Api-Key"), r.Header.Get("X-Api-Key")))
+}
+
 // inspectRoute is the handler of a route whose replies are inspected in
 // format f, when the request declares function tools; other requests pass
 // through.
@@ -83,9 +91,7 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		}
 		var req request
 		if pol.Rules("").Mode != policy.ModeOff {
-			// The history cache's verdicts are kept apart by format and
-			// credentials: no client learns what another sent.
-			turn := h.history.Use(h.history.Scope(f.name, r.Header.Get("Authorization"), r.Header.Get("Api-Key")))
+			turn := h.historyUse(r, f)
 			m, release, err := readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f, turn.KnownPrefix())
 			defer release()
 			if err != nil {

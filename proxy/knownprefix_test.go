@@ -31,8 +31,11 @@ func TestAConversationIsReadOnce(t *testing.T) {
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		f := fake.Chat
-		if strings.HasSuffix(r.URL.Path, "/responses") {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/responses"):
 			f = fake.Responses
+		case strings.HasSuffix(r.URL.Path, "/messages"):
+			f = fake.Messages
 		}
 		io.WriteString(w, f.JSON(fake.Reply{Text: "done", In: 1, Out: 1}))
 	}))
@@ -50,14 +53,18 @@ func TestAConversationIsReadOnce(t *testing.T) {
 	// client of the third turn below turns into a second "role".
 	msg := `{"role":"user","name":"ab","content":"` + strings.Repeat("Open the next page. ", 8) + `"}`
 	responsesTools := `[{"type":"function","name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]`
+	messagesTools := `[{"name":"click","input_schema":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]`
 	for _, c := range []struct {
 		f           format
 		head, tools string
+		key         string // the header of the client's key
 	}{
-		{chatFormat, `{"model":"m","messages":[`, faulty.ClickTools},
-		{responsesFormat, `{"model":"m","input":[`, responsesTools},
+		{chatFormat, `{"model":"m","messages":[`, faulty.ClickTools, "Authorization"},
+		{chatFormat, `{"model":"m","messages":[`, faulty.ClickTools, "X-Api-Key"},
+		{responsesFormat, `{"model":"m","input":[`, responsesTools, "Authorization"},
+		{messagesFormat, `{"model":"m","max_tokens":16,"messages":[`, messagesTools, "X-Api-Key"},
 	} {
-		t.Run(c.f.name, func(t *testing.T) {
+		t.Run(c.f.name+"/"+c.key, func(t *testing.T) {
 			turn := func(items []string) string {
 				return c.head + strings.Join(items, ",") + `],"tools":` + c.tools + `}`
 			}
@@ -69,7 +76,7 @@ func TestAConversationIsReadOnce(t *testing.T) {
 				t.Helper()
 				req, _ := http.NewRequest("POST", srv.URL+"/v1"+c.f.path, strings.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", auth)
+				req.Header.Set(c.key, auth)
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					t.Fatal(err)
@@ -87,8 +94,8 @@ func TestAConversationIsReadOnce(t *testing.T) {
 			// credential auth, and returns what the reading skipped.
 			read := func(auth, body string) (int, error) {
 				r := httptest.NewRequest("POST", "/v1"+c.f.path, nil)
-				scope := h.history.Scope(c.f.name, auth, "")
-				m, release, err := readRequest(r, []byte(body), 1<<30, newByteBudget(1<<30), c.f, h.history.Use(scope).KnownPrefix())
+				r.Header.Set(c.key, auth)
+				m, release, err := readRequest(r, []byte(body), 1<<30, newByteBudget(1<<30), c.f, h.historyUse(r, c.f).KnownPrefix())
 				defer release()
 				if err != nil {
 					return 0, err
@@ -111,6 +118,13 @@ func TestAConversationIsReadOnce(t *testing.T) {
 			}
 			if n := known("Bearer b", next); n != 0 {
 				t.Errorf("another client's next turn: %d bytes known, want none", n)
+			}
+			if c.f.name == messagesFormat.name {
+				// A new message's check counts the messages it skipped.
+				odd := turn(append(items, `{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"click","input":{}},{"type":"mystery"}]}`))
+				if _, err := read("Bearer a", odd); err == nil || !strings.Contains(err.Error(), "messages[20]: content[1]") {
+					t.Errorf("an unknown block in the new message: %v", err)
+				}
 			}
 			mu.Lock()
 			sent = nil
@@ -153,21 +167,21 @@ func TestAConversationIsReadOnce(t *testing.T) {
 	}
 }
 
-// FuzzKnownPrefixRequest: a chat or Responses request that starts its items
-// with a prefix read before reads, with the prefix skipped, as it does in
-// full: the same error, or the same members and items after the prefix.
+// FuzzKnownPrefixRequest: a chat, Responses or Messages request that
+// starts its items with a prefix read before reads, with the prefix
+// skipped, as it does in full: the same error, or the same members and
+// items after the prefix.
 func FuzzKnownPrefixRequest(f *testing.F) {
 	msg := `{"role":"user","content":"Open the next page."}`
-	f.Add(false, `{"model":"m","messages":[`+msg+`,`+msg+`],"tools":`+faulty.ClickTools+`}`, uint8(0), `,{"role":"user","content":"x"}],"tools":`+faulty.ClickTools+`}`)
-	f.Add(false, `{"model":"m","messages":[`+msg+`,`+msg+`],"tools":`+faulty.ClickTools+`}`, uint8(1), `,{"role":"user","Role":"x"}]}`)
-	f.Add(false, `{"messages":[`+msg+`],"tools":[]}`, uint8(0), `],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"a"}}]}`)
-	f.Add(true, `{"model":"m","input":[`+msg+`,{"type":"function_call","call_id":"c","name":"click","arguments":"{}"}],"tools":[]}`, uint8(1), `,{"type":"function_call_output","call_id":"c","output":"ok"}],"tools":[]}`)
-	f.Add(true, `{"model":"m","input":[`+msg+`],"tools":[]}`, uint8(0), `],"Input":[]}`)
-	f.Fuzz(func(t *testing.T, responses bool, seed string, pick uint8, tail string) {
-		fm := chatFormat
-		if responses {
-			fm = responsesFormat
-		}
+	f.Add(uint8(0), `{"model":"m","messages":[`+msg+`,`+msg+`],"tools":`+faulty.ClickTools+`}`, uint8(0), `,{"role":"user","content":"x"}],"tools":`+faulty.ClickTools+`}`)
+	f.Add(uint8(0), `{"model":"m","messages":[`+msg+`,`+msg+`],"tools":`+faulty.ClickTools+`}`, uint8(1), `,{"role":"user","Role":"x"}]}`)
+	f.Add(uint8(0), `{"messages":[`+msg+`],"tools":[]}`, uint8(0), `],"tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"a"}}]}`)
+	f.Add(uint8(1), `{"model":"m","input":[`+msg+`,{"type":"function_call","call_id":"c","name":"click","arguments":"{}"}],"tools":[]}`, uint8(1), `,{"type":"function_call_output","call_id":"c","output":"ok"}],"tools":[]}`)
+	f.Add(uint8(1), `{"model":"m","input":[`+msg+`],"tools":[]}`, uint8(0), `],"Input":[]}`)
+	f.Add(uint8(2), `{"model":"m","max_tokens":5,"messages":[`+msg+`,{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"click","input":{}}]}],"tools":[{"name":"click","input_schema":{"type":"object"}}]}`, uint8(1), `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}]}`)
+	f.Add(uint8(2), `{"model":"m","messages":[`+msg+`],"tools":[]}`, uint8(0), `,{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"click","input":{}},{"type":"mystery"}]}]}`)
+	f.Fuzz(func(t *testing.T, which uint8, seed string, pick uint8, tail string) {
+		fm := []format{chatFormat, responsesFormat, messagesFormat}[int(which)%3]
 		m1, err := fm.read([]byte(seed), nil)
 		if err != nil {
 			return

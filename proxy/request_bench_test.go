@@ -28,6 +28,7 @@ func BenchmarkRequestRead(b *testing.B) {
 	rturn := `{"role":"user","content":"` + strings.Repeat("Click the next button on the page. ", 28) + `"},`
 	rlong := `{"model":"gpt-4o","input":[` + strings.Repeat(rturn, 40) + `{"role":"user","content":"Log in."}],"tools":[{"type":"function","name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]}`
 	agent := strings.Replace(short, `"messages":[`, `"messages":[`+fake.AgentHistory(), 1)
+	mlong := `{"model":"m","max_tokens":1024,"messages":[` + strings.Repeat(turn, 40) + `{"role":"user","content":"Log in."}],"tools":[{"name":"click","input_schema":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]}`
 	for _, c := range []struct {
 		name string
 		f    format
@@ -43,6 +44,7 @@ func BenchmarkRequestRead(b *testing.B) {
 		{"chat/agent-history", chatFormat, agent, false},
 		{"chat/agent-history-first-turn", chatFormat, agent, true},
 		{"responses/history", responsesFormat, rlong, false},
+		{"messages/history", messagesFormat, mlong, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			cache := ladder.NewHistoryCache()

@@ -118,7 +118,13 @@ func (m *HistoryMender) Body(body []byte) ([]byte, []repair.Edit, error) {
 // the object its text is, mended in form. An object, or a string that
 // cannot be made one, is left as it is.
 func (m *HistoryMender) Input(in gjson.Result) {
-	if in.Type != gjson.String || len(m.fixes) == maxHistoryFixes || len(in.Raw) > m.budget {
+	if in.Type != gjson.String {
+		return
+	}
+	// A string is mended, or left by a bound or as one that cannot be
+	// made an object: either way not known to need nothing.
+	m.unsure = true
+	if len(m.fixes) == maxHistoryFixes || len(in.Raw) > m.budget {
 		return
 	}
 	m.budget -= len(in.Raw)

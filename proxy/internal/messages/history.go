@@ -10,15 +10,16 @@ import (
 // MendHistory mends the tool_use blocks of the assistant turns a client
 // sends back (see ladder.HistoryMender.Input): an input the client kept as
 // a string, as a server that could not parse the call sent it, becomes the
-// object the API wants. It returns the body unchanged, byte for byte, when
-// nothing needed mending.
+// object the API wants. The messages of a prefix that the history cache
+// knows needs nothing are skipped (t: the request's use of the cache, if
+// not nil; see ladder.MendHistory). It returns the body unchanged, byte for
+// byte, when nothing needed mending.
 //
 // mb is where the body's members are (see Read).
-func MendHistory(mb *wire.Members) ([]byte, []repair.Edit, error) {
-	m := ladder.NewHistoryMender()
-	mb.ItemsValue().ForEach(func(_, msg gjson.Result) bool {
+func MendHistory(mb *wire.Members, t *ladder.HistoryUse) ([]byte, []repair.Edit, error) {
+	return ladder.MendHistory(mb, t, func(m *ladder.HistoryMender, msg gjson.Result) {
 		if msg.Get("role").Str != "assistant" {
-			return true
+			return
 		}
 		msg.Get("content").ForEach(func(_, b gjson.Result) bool {
 			if b.IsObject() && b.Get("type").Str == "tool_use" {
@@ -26,7 +27,5 @@ func MendHistory(mb *wire.Members) ([]byte, []repair.Edit, error) {
 			}
 			return true
 		})
-		return true
 	})
-	return m.Body(mb.Body())
 }

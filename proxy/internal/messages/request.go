@@ -3,6 +3,7 @@ package messages
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -71,13 +72,21 @@ const Items = "messages"
 //
 // It returns where the body's members are, found in the same pass, for
 // MendHistory and NewRequest.
-func Read(body []byte) (*wire.Members, error) {
-	m, err := wire.ReadRequest(body, requestShape, Items, nil)
+func Read(body []byte, known wire.KnownPrefix) (*wire.Members, error) {
+	m, err := wire.ReadRequest(body, requestShape, Items, known)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := declared(m); err != nil {
 		return nil, err
+	}
+	// The messages of a prefix read before (m.Known) passed this check
+	// then: only those after it are checked, and all of them again only to
+	// number the one that fails.
+	if spans, ok := m.Items(); ok && m.Known() > 0 && !slices.ContainsFunc(spans, func(s wire.Span) bool {
+		return unknownBlock(m.Item(s).Get("content"), requestBlocks, "tool_use", "tool_result") != ""
+	}) {
+		return m, nil
 	}
 	m.ItemsValue().ForEach(func(i, msg gjson.Result) bool {
 		if e := unknownBlock(msg.Get("content"), requestBlocks, "tool_use", "tool_result"); e != "" {
