@@ -182,20 +182,18 @@ func (t *HistoryUse) Known(body []byte, at int) int {
 
 // learn remembers the prefix p, from the '[' of a conversation's items,
 // for the strict reading of the scope's next request; sum is its key's
-// hash. The hash under the check seed goes on from the prefix Known found,
-// when p extends it.
+// hash. p extends the prefix Known found, if any (MendHistory learns only
+// past it): the hash under the check seed goes on from that prefix's.
 func (t *HistoryUse) learn(p []byte, sum uint64) {
 	if len(p) < minKnown {
 		return
 	}
 	c, scope := t.c, t.scope
 	h := t.check
-	if t.n == 0 || t.n > len(p) {
+	if t.n == 0 {
 		c.start(&h, c.check, scope)
-		h.Write(p)
-	} else {
-		h.Write(p[t.n:])
 	}
+	h.Write(p[t.n:])
 	k := knownPrefix{n: len(p), sum: sum, check: h.Sum64(), ends: c.ends(p)}
 	c.mu.Lock()
 	defer c.mu.Unlock()

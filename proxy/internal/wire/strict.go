@@ -194,10 +194,7 @@ func cutAfter(body []byte, at, n int) (cut int, ok bool) {
 // skipSpace returns the offset of the first byte from i on that is not JSON
 // white space.
 func skipSpace(body []byte, i int) int {
-	for i < len(body) && (body[i] == ' ' || body[i] == '\t' || body[i] == '\n' || body[i] == '\r') {
-		i++
-	}
-	return i
+	return len(body) - len(bytes.TrimLeft(body[i:], " \t\n\r"))
 }
 
 func strictMembers(body []byte, s Shape, m *Members, known KnownPrefix, sk *skipRead) error {
