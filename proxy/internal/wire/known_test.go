@@ -178,3 +178,40 @@ func FuzzStrictMembersKnown(f *testing.F) {
 		checkKnown(t, []byte(seed[:end]+tail), []byte(seed), end)
 	})
 }
+
+// BenchmarkStrictMembersKnown: a body of n items whose first n-1 are known,
+// read with them skipped (the next turn), and the same body with a last
+// item the reading refuses (the costliest skip: read without the prefix,
+// then again in full for the error), beside the full reading, at two
+// sizes: each must cost at most about what the full reading does, and
+// double with the body.
+func BenchmarkStrictMembersKnown(b *testing.B) {
+	item := `{"role":"user","content":"` + strings.Repeat(`a \"b\" `, 8) + `"}`
+	for _, n := range []int{500, 1000} {
+		known := `{"model":"m","messages":[` + strings.Repeat(item+",", n-1) + item
+		start := strings.Index(known, "[")
+		vouch := func([]byte, int) int { return len(known) - start }
+		for _, c := range []struct {
+			name, tail string
+			known      KnownPrefix
+			ok         bool
+		}{
+			{"next-turn", `,{"role":"user"}]}`, vouch, true},
+			{"refused-after", `,{"role":"user","role":"x"}]}`, vouch, false},
+			{"full", `,{"role":"user"}]}`, nil, true},
+		} {
+			body := []byte(known + c.tail)
+			b.Run(fmt.Sprintf("%dKB/%s", len(body)>>10, c.name), func(b *testing.B) {
+				m := NewMembers("messages")
+				defer m.Release()
+				b.SetBytes(int64(len(body)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := StrictMembersKnown(body, membersShape, m, c.known); (err == nil) != c.ok {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
