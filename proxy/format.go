@@ -26,8 +26,10 @@ type format struct {
 	// pass: the steps below read them there, never the body again. Its
 	// error is a *wire.Error for the client. known, if not nil, reports a
 	// prefix of the conversation that the history cache knows was read
-	// before, which is not read again (see wire.KnownPrefix).
-	read func(body []byte, known wire.KnownPrefix) (*wire.Members, error)
+	// before, which is not read again (see wire.KnownPrefix); d, if not
+	// nil, remembers the tool declarations read before, which are not
+	// walked again (see ladder.Declarations).
+	read func(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Members, error)
 	// items names the member holding the conversation, whose items
 	// Members record (for a body patched after read, wire.ReadMembers).
 	items string
@@ -37,7 +39,8 @@ type format struct {
 	mendHistory func(m *wire.Members, t *ladder.HistoryUse) ([]byte, []repair.Edit, error)
 	// open reads what a request declares: its function tools and, if
 	// output is set, its JSON response format; nil means nothing to inspect.
-	open func(m *wire.Members, output bool) request
+	// d is read's.
+	open func(m *wire.Members, d *ladder.Declarations, output bool) request
 	// uninspectable, if set, says why a request asks for a reply toolguard
 	// cannot inspect (one it never sees, or calls of tools it is not shown),
 	// or "". declares says whether the request declares something to
@@ -89,8 +92,8 @@ var responsesFormat = format{
 	read:        responses.Read,
 	items:       responses.Items,
 	mendHistory: responses.MendHistory,
-	open: func(m *wire.Members, output bool) request {
-		if q := responses.NewRequest(m, output); q != nil {
+	open: func(m *wire.Members, d *ladder.Declarations, output bool) request {
+		if q := responses.NewRequest(m, d, output); q != nil {
 			return q
 		}
 		return nil
@@ -105,8 +108,8 @@ var chatFormat = format{
 	read:        chat.Read,
 	items:       chat.Items,
 	mendHistory: chat.MendHistory,
-	open: func(m *wire.Members, output bool) request {
-		if q := chat.NewRequest(m, output); q != nil {
+	open: func(m *wire.Members, d *ladder.Declarations, output bool) request {
+		if q := chat.NewRequest(m, d, output); q != nil {
 			return q
 		}
 		return nil
@@ -120,8 +123,8 @@ var messagesFormat = format{
 	read:        messages.Read,
 	items:       messages.Items,
 	mendHistory: messages.MendHistory,
-	open: func(m *wire.Members, output bool) request {
-		if q := messages.NewRequest(m, output); q != nil {
+	open: func(m *wire.Members, d *ladder.Declarations, output bool) request {
+		if q := messages.NewRequest(m, d, output); q != nil {
 			return q
 		}
 		return nil

@@ -268,8 +268,8 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","tools":` + faulty.ClickTools + `,"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"click","arguments":"{\"selector\": \"#a\""}},{"function":{"arguments":{"a":1}}}]},{"role":"assistant","function_call":{"name":"click","arguments":"` + "```" + `json\n{}` + "```" + `"}}]}`))
 	f.Add([]byte(`{"functions":[{"name":"f"}],"messages":[]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		chat.NewRequest(wire.ReadMembers(in, chat.Items), true)
-		m, err := chat.Read(in, nil)
+		chat.NewRequest(wire.ReadMembers(in, chat.Items), nil, true)
+		m, err := chat.Read(in, nil, nil)
 		if err != nil {
 			return // refused
 		}
@@ -469,5 +469,5 @@ func FuzzStrictRequest(f *testing.F) {
 // openBody opens a request body of format f, with its members found by
 // gjson (the body is not read strictly first), JSON output included.
 func openBody(f format, body []byte) request {
-	return f.open(wire.ReadMembers(body, f.items), true)
+	return f.open(wire.ReadMembers(body, f.items), nil, true)
 }

@@ -46,7 +46,10 @@ type Handler struct {
 	schemas  *validate.Cache
 	// history remembers the conversation prefixes whose calls needed no
 	// mending, so that a conversation sent again is not walked again.
-	history  *ladder.HistoryCache
+	history *ladder.HistoryCache
+	// decls remembers the tools that requests declared, so that
+	// declarations sent again are not walked again.
+	decls    *ladder.Declarations
 	log      *slog.Logger
 	mux      *http.ServeMux
 	ready    atomic.Bool
@@ -78,6 +81,7 @@ func New(o Options) (*Handler, error) {
 		rt:       o.Transport,
 		schemas:  validate.NewCache(o.Config.SchemaCacheSize),
 		history:  ladder.NewHistoryCache(),
+		decls:    ladder.NewDeclarations(),
 		log:      o.Logger,
 		keys:     newKeyring(o.Config.APIKeys),
 		slots:    newSlots(o.Config.MaxConcurrentUpstream),

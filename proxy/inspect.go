@@ -92,7 +92,7 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		var req request
 		if pol.Rules("").Mode != policy.ModeOff {
 			turn := h.historyUse(r, f)
-			m, release, err := readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f, turn.KnownPrefix())
+			m, release, err := readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f, turn.KnownPrefix(), h.decls)
 			defer release()
 			if err != nil {
 				return err
@@ -114,7 +114,7 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 						"count", len(edits), "edits", editSummary(edits[:min(len(edits), 20)]))
 				}
 			}
-			req = f.open(m, pol.Rules(ladder.OutputTool).Mode != policy.ModeOff)
+			req = f.open(m, h.decls, pol.Rules(ladder.OutputTool).Mode != policy.ModeOff)
 			if f.uninspectable != nil {
 				if why := f.uninspectable(m, req != nil); why != "" {
 					if !h.cfg.AllowClientOff {

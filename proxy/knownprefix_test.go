@@ -24,30 +24,11 @@ import (
 func TestAConversationIsReadOnce(t *testing.T) {
 	var mu sync.Mutex
 	var sent [][]byte
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
+	h, srv := textGuard(t, func(b []byte) {
 		mu.Lock()
 		sent = append(sent, b)
 		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		f := fake.Chat
-		switch {
-		case strings.HasSuffix(r.URL.Path, "/responses"):
-			f = fake.Responses
-		case strings.HasSuffix(r.URL.Path, "/messages"):
-			f = fake.Messages
-		}
-		io.WriteString(w, f.JSON(fake.Reply{Text: "done", In: 1, Out: 1}))
-	}))
-	defer up.Close()
-	cfg := policy.Default()
-	cfg.UpstreamURL = up.URL + "/v1"
-	h, err := New(Options{Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	})
 
 	// Each message of the conversation holds a member, "name", that the
 	// client of the third turn below turns into a second "role".
@@ -95,7 +76,7 @@ func TestAConversationIsReadOnce(t *testing.T) {
 			read := func(auth, body string) (int, error) {
 				r := httptest.NewRequest("POST", "/v1"+c.f.path, nil)
 				r.Header.Set(c.key, auth)
-				m, release, err := readRequest(r, []byte(body), 1<<30, newByteBudget(1<<30), c.f, h.historyUse(r, c.f).KnownPrefix())
+				m, release, err := readRequest(r, []byte(body), 1<<30, newByteBudget(1<<30), c.f, h.historyUse(r, c.f).KnownPrefix(), h.decls)
 				defer release()
 				if err != nil {
 					return 0, err
@@ -182,7 +163,7 @@ func FuzzKnownPrefixRequest(f *testing.F) {
 	f.Add(uint8(2), `{"model":"m","messages":[`+msg+`],"tools":[]}`, uint8(0), `,{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"click","input":{}},{"type":"mystery"}]}]}`)
 	f.Fuzz(func(t *testing.T, which uint8, seed string, pick uint8, tail string) {
 		fm := []format{chatFormat, responsesFormat, messagesFormat}[int(which)%3]
-		m1, err := fm.read([]byte(seed), nil)
+		m1, err := fm.read([]byte(seed), nil, nil)
 		if err != nil {
 			return
 		}
@@ -201,8 +182,8 @@ func FuzzKnownPrefixRequest(f *testing.F) {
 			}
 			return end - at
 		}
-		full, ferr := fm.read(body, nil)
-		skip, serr := fm.read(body, known)
+		full, ferr := fm.read(body, nil, nil)
+		skip, serr := fm.read(body, known, nil)
 		if fmt.Sprint(ferr) != fmt.Sprint(serr) {
 			t.Fatalf("%q with %d bytes known: error %v, in full %v", body, end-at, serr, ferr)
 		}
@@ -228,4 +209,34 @@ func FuzzKnownPrefixRequest(f *testing.F) {
 			t.Fatalf("%q: items %v, in full %v", body, sspans, fspans)
 		}
 	})
+}
+
+// textGuard is toolguard with its defaults in front of an upstream that
+// answers every request with a short text reply in the shape of its
+// route's format (chat, Responses or Messages), after handing its body to
+// seen.
+func textGuard(t *testing.T, seen func(body []byte)) (*Handler, *httptest.Server) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen(b)
+		w.Header().Set("Content-Type", "application/json")
+		f := fake.Chat
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/responses"):
+			f = fake.Responses
+		case strings.HasSuffix(r.URL.Path, "/messages"):
+			f = fake.Messages
+		}
+		io.WriteString(w, f.JSON(fake.Reply{Text: "done", In: 1, Out: 1}))
+	}))
+	t.Cleanup(up.Close)
+	cfg := policy.Default()
+	cfg.UpstreamURL = up.URL + "/v1"
+	h, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return h, srv
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/proxy/internal/chat"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/proxy/internal/messages"
 	"github.com/toolguard/toolguard/proxy/internal/responses"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
@@ -169,7 +170,7 @@ func headerHasToken(h http.Header, name, token string) bool {
 // where the body's members are. A body toolguard read differently from the
 // upstream would pass uninspected. The decoded bytes are held against
 // budget until release is called (release is never nil).
-func readRequest(r *http.Request, body []byte, max int64, budget *byteBudget, f format, known wire.KnownPrefix) (_ *wire.Members, release func(), _ error) {
+func readRequest(r *http.Request, body []byte, max int64, budget *byteBudget, f format, known wire.KnownPrefix, d *ladder.Declarations) (_ *wire.Members, release func(), _ error) {
 	release = func() {}
 	if ae := checkCharset(r.Header); ae != nil {
 		return nil, release, ae
@@ -178,7 +179,7 @@ func readRequest(r *http.Request, body []byte, max int64, budget *byteBudget, f 
 	if ae != nil {
 		return nil, release, ae
 	}
-	m, err := f.read(body, known)
+	m, err := f.read(body, known, d)
 	if err != nil {
 		return nil, release, err
 	}

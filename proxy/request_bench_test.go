@@ -3,12 +3,15 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/toolguard/toolguard/internal/bfcl"
 	"github.com/toolguard/toolguard/internal/fake"
 	"github.com/toolguard/toolguard/internal/faulty"
 	"github.com/toolguard/toolguard/policy"
@@ -29,6 +32,7 @@ func BenchmarkRequestRead(b *testing.B) {
 	rlong := `{"model":"gpt-4o","input":[` + strings.Repeat(rturn, 40) + `{"role":"user","content":"Log in."}],"tools":[{"type":"function","name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]}`
 	agent := strings.Replace(short, `"messages":[`, `"messages":[`+fake.AgentHistory(), 1)
 	mlong := `{"model":"m","max_tokens":1024,"messages":[` + strings.Repeat(turn, 40) + `{"role":"user","content":"Log in."}],"tools":[{"name":"click","input_schema":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]}`
+	many := strings.Replace(short, faulty.ClickTools, bfclChatTools(b, manyTools), 1)
 	for _, c := range []struct {
 		name string
 		f    format
@@ -37,17 +41,19 @@ func BenchmarkRequestRead(b *testing.B) {
 		// message numbered, as on a conversation's first turn: the cache
 		// knows the others, of the same length, and none of its prefixes.
 		first bool
+		tools int // how many the request declares
 	}{
-		{"chat/short", chatFormat, short, false},
-		{"chat/history", chatFormat, long, false},
-		{"chat/history-first-turn", chatFormat, long, true},
-		{"chat/agent-history", chatFormat, agent, false},
-		{"chat/agent-history-first-turn", chatFormat, agent, true},
-		{"responses/history", responsesFormat, rlong, false},
-		{"messages/history", messagesFormat, mlong, false},
+		{"chat/short", chatFormat, short, false, 1},
+		{"chat/many-tools", chatFormat, many, false, manyTools},
+		{"chat/history", chatFormat, long, false, 1},
+		{"chat/history-first-turn", chatFormat, long, true, 1},
+		{"chat/agent-history", chatFormat, agent, false, 1},
+		{"chat/agent-history-first-turn", chatFormat, agent, true, 1},
+		{"responses/history", responsesFormat, rlong, false, 1},
+		{"messages/history", messagesFormat, mlong, false, 1},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			cache := ladder.NewHistoryCache()
+			cache, decls := ladder.NewHistoryCache(), ladder.NewDeclarations()
 			scope := cache.Scope(c.f.name, "Bearer k")
 			body := []byte(c.body)
 			const first = `{"role":"system","content":"Conversation 00000000."},`
@@ -69,14 +75,14 @@ func BenchmarkRequestRead(b *testing.B) {
 					}
 				}
 				turn := cache.Use(scope)
-				m, release, err := readRequest(r, body, 1<<30, newByteBudget(1<<30), c.f, turn.KnownPrefix())
+				m, release, err := readRequest(r, body, 1<<30, newByteBudget(1<<30), c.f, turn.KnownPrefix(), decls)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if _, edits, err := c.f.mendHistory(m, turn); err != nil || len(edits) != 0 {
 					b.Fatal(err, edits)
 				}
-				if q := c.f.open(m, true); q == nil || q.Tools().Len() != 1 {
+				if q := c.f.open(m, decls, true); q == nil || q.Tools().Len() != c.tools {
 					b.Fatal("no tools opened")
 				}
 				if c.f.uninspectable != nil && c.f.uninspectable(m, true) != "" {
@@ -87,6 +93,35 @@ func BenchmarkRequestRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// manyTools is how many tools an agent with many declares: about 20 KB of
+// declarations from the BFCL corpus.
+const manyTools = 24
+
+// bfclChatTools declares the first n functions of distinct names in the
+// BFCL corpus as chat tools.
+func bfclChatTools(b *testing.B, n int) string {
+	cases, err := bfcl.Load("../testdata/bfcl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var tools []string
+	for _, c := range cases {
+		for _, fn := range c.Functions {
+			if len(tools) == n || seen[fn.Name] {
+				continue
+			}
+			seen[fn.Name] = true
+			desc, _ := json.Marshal(fn.Description)
+			tools = append(tools, `{"type":"function","function":{"name":`+strconv.Quote(fn.Name)+`,"description":`+string(desc)+`,"parameters":`+string(fn.Parameters)+`}}`)
+		}
+	}
+	if len(tools) < n {
+		b.Fatalf("%d functions in the corpus, want %d", len(tools), n)
+	}
+	return "[" + strings.Join(tools, ",") + "]"
 }
 
 // BenchmarkReplyRead is the reply side of an inspected chat completion,
@@ -180,11 +215,11 @@ func benchExchange(b testing.TB, f format, req string) (*Handler, request, reque
 	if perr != nil {
 		b.Fatal(perr)
 	}
-	m, err := f.read([]byte(req), nil)
+	m, err := f.read([]byte(req), nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	q := f.open(m, true)
+	q := f.open(m, nil, true)
 	if q == nil {
 		b.Fatal("nothing to inspect in the request")
 	}

@@ -21,15 +21,51 @@ const Items = "messages"
 // the upstream: strict JSON, an object, and tools declared unambiguously.
 // It returns where the body's members are, found in the same pass, for
 // MendHistory and NewRequest. The error is a *wire.Error for the client.
-func Read(body []byte, known wire.KnownPrefix) (*wire.Members, error) {
+//
+// d, if not nil, remembers declarations read before (see
+// ladder.Declarations): they are not walked again.
+func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Members, error) {
 	m, err := wire.ReadRequest(body, requestShape, Items, known)
 	if err != nil {
 		return nil, err
 	}
-	if ae := checkDeclarations(readTop(m)); ae != nil {
-		return nil, ae
+	if _, err := declared(readTop(m), d); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// declared checks the declarations of a request (see checkDeclarations)
+// and reads its function tools: those of tools, or if it declares none
+// there, those of the legacy functions.
+func declared(t top, d *ladder.Declarations) (ladder.Declared, error) {
+	return d.Read("chat", []string{t.tools.Raw, t.functions.Raw}, func() (ladder.Declared, error) {
+		if ae := checkDeclarations(t); ae != nil {
+			return ladder.Declared{}, ae
+		}
+		ts := &ladder.Tools{}
+		add := func(fn gjson.Result) {
+			var params []byte
+			if p := fn.Get("parameters"); p.IsObject() || p.Type == gjson.True || p.Type == gjson.False {
+				params = []byte(p.Raw)
+			}
+			ts.Add(fn.Get("name").Str, params)
+		}
+		t.tools.ForEach(func(_, t gjson.Result) bool {
+			if typ := t.Get("type"); !typ.Exists() || typ.String() == "function" {
+				add(t.Get("function"))
+			}
+			return true
+		})
+		if ts.Len() > 0 {
+			return ladder.Declared{Tools: ts}, nil
+		}
+		t.functions.ForEach(func(_, fn gjson.Result) bool {
+			add(fn)
+			return true
+		})
+		return ladder.Declared{Tools: ts, Legacy: true}, nil
+	})
 }
 
 // Request is an inspected chat completion request: the body that goes
@@ -48,37 +84,18 @@ type Request struct {
 }
 
 // NewRequest reads the function tools of a chat request (checked by Read,
-// whose Members m are) and, if output is set, its JSON response_format. It
-// returns nil when the request declares neither: nothing is then inspected.
-func NewRequest(m *wire.Members, output bool) *Request {
+// whose Members m are, with the same d) and, if output is set, its JSON
+// response_format. It returns nil when the request declares neither:
+// nothing is then inspected.
+func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
 	t := readTop(m)
-	q := &Request{Body: m.Body(), tools: &ladder.Tools{}, model: strings.Clone(t.model.Str)}
+	decl, err := declared(t, d)
+	if err != nil {
+		return nil
+	}
+	q := &Request{Body: m.Body(), tools: decl.Tools, legacy: decl.Legacy, model: strings.Clone(t.model.Str)}
 	if output {
 		q.output = ladder.OutputFormat(t.responseFormat.Get("type").Str, t.responseFormat.Get("json_schema.schema"))
-	}
-	add := func(fn gjson.Result) {
-		n := fn.Get("name")
-		if n.Type != gjson.String {
-			return
-		}
-		var params []byte
-		if p := fn.Get("parameters"); p.IsObject() || p.Type == gjson.True || p.Type == gjson.False {
-			params = []byte(p.Raw)
-		}
-		q.tools.Add(n.Str, params)
-	}
-	t.tools.ForEach(func(_, t gjson.Result) bool {
-		if typ := t.Get("type"); !typ.Exists() || typ.String() == "function" {
-			add(t.Get("function"))
-		}
-		return true
-	})
-	if q.tools.Len() == 0 {
-		q.legacy = true
-		t.functions.ForEach(func(_, fn gjson.Result) bool {
-			add(fn)
-			return true
-		})
 	}
 	if q.tools.Len() == 0 && q.output == nil {
 		return nil

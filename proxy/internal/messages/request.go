@@ -72,12 +72,15 @@ const Items = "messages"
 //
 // It returns where the body's members are, found in the same pass, for
 // MendHistory and NewRequest.
-func Read(body []byte, known wire.KnownPrefix) (*wire.Members, error) {
+//
+// d, if not nil, remembers declarations read before (see
+// ladder.Declarations): they are not walked again.
+func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Members, error) {
 	m, err := wire.ReadRequest(body, requestShape, Items, known)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := declared(m); err != nil {
+	if _, err := declared(m, d); err != nil {
 		return nil, err
 	}
 	// The messages of a prefix read before (m.Known) passed this check
@@ -138,9 +141,22 @@ func custom(t gjson.Result) bool {
 // toolguard could read differently from the upstream or the client: tools
 // that is not an array of objects, a tool without a non-empty string
 // name, an input_schema that is not a schema, two tools of one name.
-func declared(m *wire.Members) (*ladder.Tools, error) {
-	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
+//
+// d, if not nil, remembers declarations read before (see
+// ladder.Declarations): they are not walked again.
+func declared(m *wire.Members, d *ladder.Declarations) (*ladder.Tools, error) {
 	tools := m.Get("tools")
+	decl, err := d.Read("messages", []string{tools.Raw}, func() (ladder.Declared, error) {
+		ts, err := readTools(tools)
+		return ladder.Declared{Tools: ts}, err
+	})
+	return decl.Tools, err
+}
+
+// readTools reads the function tools of tools, a request's member, or
+// refuses them (see declared).
+func readTools(tools gjson.Result) (*ladder.Tools, error) {
+	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
 	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
 		return nil, ambiguous("tools must be an array")
 	}
@@ -197,8 +213,8 @@ type Request struct {
 // is a forced tool, whose calls are checked as any other.
 //
 // m is where the body's members are (see Read).
-func NewRequest(m *wire.Members, output bool) *Request {
-	ts, err := declared(m)
+func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
+	ts, err := declared(m, d)
 	if err != nil || ts.Len() == 0 {
 		return nil
 	}

@@ -52,12 +52,15 @@ const Items = "input"
 // unambiguously. It returns where the body's members are, found in the
 // same pass, for MendHistory, NewRequest and Uninspectable. The error is a
 // *wire.Error for the client.
-func Read(body []byte, known wire.KnownPrefix) (*wire.Members, error) {
+//
+// d, if not nil, remembers declarations read before (see
+// ladder.Declarations): they are not walked again.
+func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Members, error) {
 	m, err := wire.ReadRequest(body, requestShape, Items, known)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := declared(m); err != nil {
+	if _, err := declared(m, d); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -75,9 +78,22 @@ type tool struct{ namespace, name string }
 // against the first, a client that keys its tools by name runs the last).
 // Entries of other types (built-in tools, custom tools, MCP) are not
 // inspected.
-func declared(m *wire.Members) (*ladder.Tools, error) {
-	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
+//
+// d, if not nil, remembers declarations read before (see
+// ladder.Declarations): they are not walked again.
+func declared(m *wire.Members, d *ladder.Declarations) (*ladder.Tools, error) {
 	tools := m.Get("tools")
+	decl, err := d.Read("responses", []string{tools.Raw}, func() (ladder.Declared, error) {
+		ts, err := readTools(tools)
+		return ladder.Declared{Tools: ts}, err
+	})
+	return decl.Tools, err
+}
+
+// readTools reads the function tools of tools, a request's member, or
+// refuses them (see declared).
+func readTools(tools gjson.Result) (*ladder.Tools, error) {
+	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
 	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
 		return nil, ambiguous("tools must be an array")
 	}
@@ -169,8 +185,8 @@ type Request struct {
 // Uninspectable.
 //
 // m is where the body's members are (see Read).
-func NewRequest(m *wire.Members, output bool) *Request {
-	ts, err := declared(m)
+func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
+	ts, err := declared(m, d)
 	if err != nil {
 		return nil
 	}

@@ -1,0 +1,133 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/toolguard/toolguard/internal/faulty"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
+)
+
+// TestDeclarationsAreReadOnce: tools a client declared before are not read
+// again when it sends them again, and declarations that differ from them
+// in a single byte are read in full: two tools of one name are refused,
+// though the cache knows declarations of the same length.
+func TestDeclarationsAreReadOnce(t *testing.T) {
+	var sent atomic.Int64
+	h, srv := textGuard(t, func([]byte) { sent.Add(1) })
+	for _, c := range []struct {
+		f          format
+		head, tool string // tool's name is "click"
+	}{
+		{chatFormat, `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[`,
+			`{"type":"function","function":{"name":"click","parameters":{"type":"object"}}}`},
+		{chatFormat, `{"model":"m","messages":[{"role":"user","content":"hi"}],"functions":[`,
+			`{"name":"click","parameters":{"type":"object"}}`},
+		{responsesFormat, `{"model":"m","input":"hi","tools":[`,
+			`{"type":"function","name":"click","parameters":{"type":"object"}}`},
+		{messagesFormat, `{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"tools":[`,
+			`{"name":"click","input_schema":{"type":"object"}}`},
+	} {
+		t.Run(c.f.name, func(t *testing.T) {
+			send := func(body string) int {
+				t.Helper()
+				resp, err := http.Post(srv.URL+"/v1"+c.f.path, "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			other := strings.Replace(c.tool, "click", "clicK", 1)
+			body := c.head + c.tool + "," + other + "]}"
+			before := h.decls.Len()
+			for turn := range 2 {
+				if code := send(body); code != 200 {
+					t.Fatalf("turn %d: status %d", turn+1, code)
+				}
+				if n := h.decls.Len() - before; n != 1 {
+					t.Fatalf("turn %d: %d declarations remembered, want 1", turn+1, n)
+				}
+			}
+			m, err := c.f.read([]byte(body), nil, h.decls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q := c.f.open(m, h.decls, true); q == nil || !reflect.DeepEqual(q.Tools().Names, []string{"click", "clicK"}) {
+				t.Fatalf("the tools remembered: %v", q)
+			}
+			m.Release()
+
+			// One byte changed: the second tool is named "click" too.
+			twice := c.head + c.tool + "," + c.tool + "]}"
+			sentBefore := sent.Load()
+			if code := send(twice); code != 400 {
+				t.Errorf("two tools of one name after the cache learned their length: status %d, want 400", code)
+			}
+			if _, err := c.f.read([]byte(twice), nil, h.decls); err == nil || !strings.Contains(err.Error(), `repeats the name "click"`) {
+				t.Errorf("two tools of one name: %v", err)
+			}
+			if sent.Load() != sentBefore {
+				t.Errorf("they went upstream")
+			}
+		})
+	}
+}
+
+// FuzzDeclarations: a chat, Responses or Messages request reads the same
+// with the declarations cache as without it, whatever the cache read
+// before: the same error, or the same request opened (its tools, whether
+// they are the legacy functions, its output format), when the cache reads
+// it the first time and the second.
+func FuzzDeclarations(f *testing.F) {
+	chat := `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":` + faulty.ClickTools + `}`
+	f.Add(uint8(0), chat, chat)
+	f.Add(uint8(0), chat, strings.Replace(chat, `"tools":`, `"functions":[],"tools":`, 1))
+	f.Add(uint8(0), chat, strings.Replace(chat, `"tools":`, `"functions":[{"name":"a"}],"tools":`, 1))
+	f.Add(uint8(0), `{"messages":[],"functions":[{"name":"a","parameters":{"type":"object"}}]}`, `{"messages":[],"tools":[],"functions":[{"name":"a","parameters":{"type":"object"}}]}`)
+	f.Add(uint8(0), `{"messages":[],"tools":[{"type":"function","function":{"name":"a"}},{"function":{"name":"b","parameters":true}}]}`,
+		`{"messages":[],"tools":[{"type":"function","function":{"name":"a"}},{"function":{"name":"a","parameters":true}}]}`)
+	f.Add(uint8(0), chat, strings.Replace(chat, `}`, `,"response_format":{"type":"json_schema","json_schema":{"name":"o","schema":{"type":"object"}}}}`, 1))
+	f.Add(uint8(1), `{"model":"m","input":"hi","tools":[{"type":"function","name":"a","parameters":{"type":"object"}},{"type":"namespace","name":"n","tools":[{"type":"function","name":"a"}]}]}`,
+		`{"model":"m","input":"hi","tools":[{"type":"function","name":"a","parameters":{"type":"object"}},{"type":"namespace","name":"n","tools":[{"type":"function","name":"a"}]}],"previous_response_id":"r"}`)
+	f.Add(uint8(1), `{"model":"m","input":"hi","tools":[{"type":"function","name":"a"}]}`, `{"model":"m","input":"hi","tools":[{"type":"function","name":"a"},{"type":"function","name":"a"}]}`)
+	f.Add(uint8(2), `{"model":"m","max_tokens":5,"messages":[],"tools":[{"name":"a","input_schema":{"type":"object"}},{"type":"web_search_20250305","name":"w"}]}`,
+		`{"model":"m","max_tokens":5,"messages":[],"tools":[{"name":"a","input_schema":{"type":"object"}},{"type":"custom","name":"b"}]}`)
+	f.Fuzz(func(t *testing.T, which uint8, before, body string) {
+		fm := []format{chatFormat, responsesFormat, messagesFormat}[int(which)%3]
+		open := func(d *ladder.Declarations, body string) (string, request) {
+			m, err := fm.read([]byte(body), nil, d)
+			if err != nil {
+				return err.Error(), nil
+			}
+			defer m.Release()
+			return "", fm.open(m, d, true)
+		}
+		d := ladder.NewDeclarations()
+		open(d, before)
+		wantErr, want := open(nil, body)
+		for i := range 2 {
+			gotErr, got := open(d, body)
+			if gotErr != wantErr {
+				t.Fatalf("%q after %q, time %d: error %q with the cache, %q without", body, before, i+1, gotErr, wantErr)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q after %q, time %d: %s with the cache, %s without", body, before, i+1, describe(got), describe(want))
+			}
+		}
+	})
+}
+
+// describe shows what a fuzz target compares of a request opened.
+func describe(q request) string {
+	if q == nil || reflect.ValueOf(q).IsNil() {
+		return "nothing opened"
+	}
+	return fmt.Sprintf("%+v, tools %q", q, q.Tools().Names)
+}

@@ -1,0 +1,160 @@
+package ladder
+
+import (
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// The bounds of a Declarations cache: the declarations it remembers, and
+// the bytes they hold (their own bytes, and their tools' names and
+// parameter schemas). Declarations larger than a quarter of
+// DeclarationsBytes are read every time.
+const (
+	DeclarationsEntries = 1024
+	DeclarationsBytes   = 32 << 20
+)
+
+// Declarations remembers what the tool declarations of requests read to,
+// by their exact bytes: agents send the same tools with every turn, and
+// declarations read before, byte for byte, are not walked again (twice
+// per request: once for their checks, once for the tools).
+//
+// An entry holds the bytes of the members that declared the tools, copied,
+// under a seeded hash of them and of the format, and the tools read from
+// them (names and parameter schemas, copied out of the request). A request
+// gets an entry only when its members are the same bytes, compared in
+// full: never on a hash alone. So a client learns nothing from the cache
+// that it did not send, beyond whether those declarations were sent
+// before (which the compiled-schema cache tells as well). Only
+// declarations that read without error are remembered; a refused one is
+// read again every time, and gets the same error. At most
+// DeclarationsEntries entries and about DeclarationsBytes are held, the
+// least recently used forgotten first. Declarations is safe for
+// concurrent use.
+type Declarations struct {
+	seed  maphash.Seed
+	lru   *lru.Cache[uint64, *declEntry]
+	bytes atomic.Int64
+}
+
+type declEntry struct {
+	format  string
+	members []string // the declaring members' bytes
+	d       Declared
+	weight  int64
+}
+
+// same reports whether format and members are e's, byte for byte.
+func (e *declEntry) same(format string, members []string) bool {
+	return e.format == format && slices.Equal(e.members, members)
+}
+
+// Declared is what a request's tool declarations read to. Its Tools may be
+// shared by every request that sent the same declarations: they must not
+// be changed.
+type Declared struct {
+	Tools *Tools
+	// Legacy says the functions are declared in the legacy "functions"
+	// member of a chat request.
+	Legacy bool
+}
+
+// NewDeclarations returns an empty cache.
+func NewDeclarations() *Declarations {
+	d := &Declarations{seed: maphash.MakeSeed()}
+	l, err := lru.NewWithEvict(DeclarationsEntries, func(_ uint64, e *declEntry) { d.bytes.Add(-e.weight) })
+	if err != nil {
+		panic("ladder: NewDeclarations: " + err.Error())
+	}
+	d.lru = l
+	return d
+}
+
+// Read returns what the declarations of a request of format read to: the
+// members that declare its tools, as their exact bytes (gjson's Raw, ""
+// for a member that is missing). read reads them (its error is the
+// request's); what it returns without error is remembered, with its names
+// copied out of the request, and returned for the same bytes later. A nil
+// d calls read every time.
+func (d *Declarations) Read(format string, members []string, read func() (Declared, error)) (Declared, error) {
+	if d == nil {
+		return read()
+	}
+	k := d.hash(format, members)
+	if e, ok := d.lru.Get(k); ok && e.same(format, members) {
+		return e.d, nil
+	}
+	v, err := read()
+	if err != nil {
+		return v, err
+	}
+	v.Tools = v.Tools.detach()
+	e := &declEntry{format: format, members: make([]string, len(members)), d: v, weight: v.Tools.weight()}
+	for i, m := range members {
+		e.members[i] = strings.Clone(m)
+		e.weight += int64(len(m)) + 16
+	}
+	if e.weight > DeclarationsBytes/4 {
+		return v, nil
+	}
+	// An entry of another format or other members under the same hash
+	// (which no client can aim for without the seed) is replaced.
+	d.lru.Remove(k)
+	d.bytes.Add(e.weight)
+	d.lru.Add(k, e)
+	for d.bytes.Load() > DeclarationsBytes && d.lru.Len() > 1 {
+		d.lru.RemoveOldest()
+	}
+	return v, nil
+}
+
+// Len is the number of declarations remembered.
+func (d *Declarations) Len() int { return d.lru.Len() }
+
+// hash is the hash of format and members, each with its length first so
+// that no two lists of members run together.
+func (d *Declarations) hash(format string, members []string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(d.seed)
+	h.WriteString(format)
+	h.WriteByte(0) // a format's name holds no NUL
+	for _, m := range members {
+		var n [8]byte
+		for i := range n {
+			n[i] = byte(len(m) >> (8 * i))
+		}
+		h.Write(n[:])
+		h.WriteString(m)
+	}
+	return h.Sum64()
+}
+
+// detach returns ts with its names copied: they are read from the request
+// in place (wire.Parse), and a remembered Tools outlives the request.
+func (ts *Tools) detach() *Tools {
+	if ts == nil {
+		return nil
+	}
+	out := &Tools{Names: make([]string, 0, len(ts.Names))}
+	for _, name := range ts.Names {
+		t := ts.byName[name]
+		out.Add(strings.Clone(name), t.Params)
+	}
+	return out
+}
+
+// weight is about the memory ts holds.
+func (ts *Tools) weight() int64 {
+	var n int64 = 64
+	if ts == nil {
+		return n
+	}
+	for _, name := range ts.Names {
+		n += int64(2*len(name)+len(ts.byName[name].Params)) + 96
+	}
+	return n
+}
