@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -130,4 +131,63 @@ func describe(q request) string {
 		return "nothing opened"
 	}
 	return fmt.Sprintf("%+v, tools %q", q, q.Tools().Names)
+}
+
+// FuzzKnownTools: a chat, Responses or Messages request whose tools are,
+// byte for byte, those of a request read before (which the strict reading
+// then skips) reads as it does in full, whatever is around them: the same
+// error, or the same members, items and request opened.
+func FuzzKnownTools(f *testing.F) {
+	long := strings.Repeat("Click on the element the selector names. ", 30) // over ladder.MinKnownTools
+	tools := []string{
+		`[{"type":"function","function":{"name":"click","description":"` + long + `","parameters":{"type":"object","properties":{"selector":{"type":"string"}}}}}]`,
+		`[{"type":"function","name":"click","description":"` + long + `","parameters":{"type":"object"}}]`,
+		`[{"name":"click","description":"` + long + `","input_schema":{"type":"object"}}]`,
+	}
+	heads := []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":`,
+		`{"model":"m","input":[{"role":"user","content":"hi"}],"tools":`,
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"tools":`,
+	}
+	for i := range 3 {
+		h, ts := heads[i], tools[i]
+		for _, body := range [][2]string{
+			{h, `}`},
+			{h, ` , "model" : "n" }`},
+			{h, `,"tools":[]}`},
+			{h, `,"Tools":[]}`},
+			{h, `,"functions":[{"name":"a"}]}`},
+			{h, `}x`},
+			{h, `,"messages":[{"role":"user","content":"` + "\xff" + `"}]}`},
+			{`{"tools":`, `,"model":"m","messages":[{"role":"user","Role":"x"}]}`},
+			{`{"tools":`, `,"model":"m","input":[],"messages":[]}`},
+			{`{"model":"m","Tools":`, `}`},
+			{`{"model":"m","tools":[`, `]}`},
+		} {
+			f.Add(uint8(i), h, ts, `}`, body[0], body[1])
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, beforeHead, tools, beforeTail, head, tail string) {
+		fm := []format{chatFormat, responsesFormat, messagesFormat}[int(which)%3]
+		d := ladder.NewDeclarations()
+		if m, err := fm.read([]byte(beforeHead+tools+beforeTail), nil, d); err == nil {
+			m.Release()
+		}
+		body := []byte(head + tools + tail)
+		full, ferr := fm.read(body, nil, nil)
+		skip, serr := fm.read(body, nil, d)
+		if !sameReading(t, fm, body, skip, full, serr, ferr) {
+			return
+		}
+		defer full.Release()
+		defer skip.Release()
+		sspans, sok := skip.Items()
+		fspans, fok := full.Items()
+		if sok != fok || !slices.Equal(sspans, fspans) {
+			t.Fatalf("%q: items %v, in full %v", body, sspans, fspans)
+		}
+		if a, b := fm.open(skip, d, true), fm.open(full, nil, true); !reflect.DeepEqual(a, b) {
+			t.Fatalf("%q: %s, in full %s", body, describe(a), describe(b))
+		}
+	})
 }

@@ -23,13 +23,14 @@ const Items = "messages"
 // MendHistory and NewRequest. The error is a *wire.Error for the client.
 //
 // d, if not nil, remembers declarations read before (see
-// ladder.Declarations): they are not walked again.
+// ladder.Declarations): they are not walked again, and tools read strictly
+// before are not read again.
 func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Members, error) {
-	m, err := wire.ReadRequest(body, requestShape, Items, known)
+	m, err := wire.ReadRequest(body, requestShape, Items, known, d.KnownValue("chat"))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := declared(readTop(m), d); err != nil {
+	if _, err := declared(readTop(m), d, true); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -37,9 +38,10 @@ func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Me
 
 // declared checks the declarations of a request (see checkDeclarations)
 // and reads its function tools: those of tools, or if it declares none
-// there, those of the legacy functions.
-func declared(t top, d *ladder.Declarations) (ladder.Declared, error) {
-	return d.Read("chat", []string{t.tools.Raw, t.functions.Raw}, func() (ladder.Declared, error) {
+// there, those of the legacy functions. strict says the request was read
+// strictly (see ladder.Declarations.Read).
+func declared(t top, d *ladder.Declarations, strict bool) (ladder.Declared, error) {
+	return d.Read("chat", []string{t.tools.Raw, t.functions.Raw}, strict, func() (ladder.Declared, error) {
 		if ae := checkDeclarations(t); ae != nil {
 			return ladder.Declared{}, ae
 		}
@@ -89,7 +91,7 @@ type Request struct {
 // nothing is then inspected.
 func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
 	t := readTop(m)
-	decl, err := declared(t, d)
+	decl, err := declared(t, d, false)
 	if err != nil {
 		return nil
 	}

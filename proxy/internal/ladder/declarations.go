@@ -4,9 +4,11 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // The bounds of a Declarations cache: the declarations it remembers, and
@@ -39,6 +41,26 @@ type Declarations struct {
 	seed  maphash.Seed
 	lru   *lru.Cache[uint64, *declEntry]
 	bytes atomic.Int64
+	// recent holds, by format, the last entries read strictly whose tools
+	// KnownValue offers the strict reading; entries leave it as they leave
+	// the cache.
+	mu     sync.Mutex
+	recent map[string]*recentDecls
+	values map[string]wire.KnownValue // KnownValue's, made once a format
+}
+
+// RecentTools is how many declarations of a format the strict reading of
+// a request compares its tools with (see KnownValue), and MinKnownTools the
+// shortest tools it skips: to skip fewer bytes costs about what reading
+// them does.
+const (
+	RecentTools   = 8
+	MinKnownTools = 1024
+)
+
+type recentDecls struct {
+	e    [RecentTools]*declEntry
+	next int
 }
 
 type declEntry struct {
@@ -65,8 +87,11 @@ type Declared struct {
 
 // NewDeclarations returns an empty cache.
 func NewDeclarations() *Declarations {
-	d := &Declarations{seed: maphash.MakeSeed()}
-	l, err := lru.NewWithEvict(DeclarationsEntries, func(_ uint64, e *declEntry) { d.bytes.Add(-e.weight) })
+	d := &Declarations{seed: maphash.MakeSeed(), recent: make(map[string]*recentDecls), values: make(map[string]wire.KnownValue)}
+	l, err := lru.NewWithEvict(DeclarationsEntries, func(_ uint64, e *declEntry) {
+		d.bytes.Add(-e.weight)
+		d.forget(e)
+	})
 	if err != nil {
 		panic("ladder: NewDeclarations: " + err.Error())
 	}
@@ -80,12 +105,19 @@ func NewDeclarations() *Declarations {
 // request's); what it returns without error is remembered, with its names
 // copied out of the request, and returned for the same bytes later. A nil
 // d calls read every time.
-func (d *Declarations) Read(format string, members []string, read func() (Declared, error)) (Declared, error) {
+//
+// strict says the members were read strictly, as the members of a request
+// of format: their first, the tools, is then offered to the strict
+// reading of the next requests (see KnownValue).
+func (d *Declarations) Read(format string, members []string, strict bool, read func() (Declared, error)) (Declared, error) {
 	if d == nil {
 		return read()
 	}
 	k := d.hash(format, members)
 	if e, ok := d.lru.Get(k); ok && e.same(format, members) {
+		if strict {
+			d.noteStrict(e)
+		}
 		return e.d, nil
 	}
 	v, err := read()
@@ -109,7 +141,83 @@ func (d *Declarations) Read(format string, members []string, read func() (Declar
 	for d.bytes.Load() > DeclarationsBytes && d.lru.Len() > 1 {
 		d.lru.RemoveOldest()
 	}
+	if strict {
+		d.noteStrict(e)
+	}
 	return v, nil
+}
+
+// noteStrict offers e's tools to the strict reading of the next requests
+// of its format, if they are long enough to be worth skipping.
+func (d *Declarations) noteStrict(e *declEntry) {
+	if len(e.members) == 0 || len(e.members[0]) < MinKnownTools {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := d.recent[e.format]
+	if r == nil {
+		r = new(recentDecls)
+		d.recent[e.format] = r
+	}
+	if slices.Contains(r.e[:], e) {
+		return
+	}
+	r.e[r.next] = e
+	r.next = (r.next + 1) % RecentTools
+}
+
+// forget takes e out of the entries offered to the strict reading.
+func (d *Declarations) forget(e *declEntry) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r := d.recent[e.format]; r != nil {
+		for i := range r.e {
+			if r.e[i] == e {
+				r.e[i] = nil
+			}
+		}
+	}
+}
+
+// KnownValue is what the strict reading of a request of format asks for
+// the values it need not read again (see wire.KnownValue): tools that are,
+// byte for byte, those of one of the last RecentTools declarations of
+// format read strictly (Read with strict set), compared in full. Bytes read
+// strictly once read the same again, as the same member of the same
+// format. nil for a nil d.
+func (d *Declarations) KnownValue(format string) wire.KnownValue {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if v := d.values[format]; v != nil {
+		return v
+	}
+	v := func(name string, body []byte, at int) int {
+		if name != "tools" {
+			return 0
+		}
+		var cands [RecentTools]*declEntry
+		d.mu.Lock()
+		if r := d.recent[format]; r != nil {
+			cands = r.e
+		}
+		d.mu.Unlock()
+		for _, e := range cands {
+			if e == nil {
+				continue
+			}
+			v := e.members[0]
+			if n := len(v); at+n <= len(body) && body[at+n-1] == ']' && string(body[at:at+n]) == v {
+				return n
+			}
+		}
+		return 0
+	}
+	d.values[format] = v
+	return v
 }
 
 // Len is the number of declarations remembered.

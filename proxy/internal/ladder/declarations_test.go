@@ -2,6 +2,7 @@ package ladder
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unsafe"
@@ -29,11 +30,11 @@ func (r *reading) read(members ...string) func() (Declared, error) {
 func TestDeclarationsRemember(t *testing.T) {
 	d := NewDeclarations()
 	var r reading
-	first, err := d.Read("chat", []string{"clickclick", ""}, r.read("clickclick"))
+	first, err := d.Read("chat", []string{"clickclick", ""}, false, r.read("clickclick"))
 	if err != nil || first.Tools.Len() != 1 || r.n != 1 {
 		t.Fatalf("first read: %v, %d tools, %d reads", err, first.Tools.Len(), r.n)
 	}
-	again, err := d.Read("chat", []string{"clickclick", ""}, r.read("clickclick"))
+	again, err := d.Read("chat", []string{"clickclick", ""}, false, r.read("clickclick"))
 	if err != nil || again.Tools != first.Tools || r.n != 1 {
 		t.Fatalf("the same declarations again: %v, read %d times, the same tools %v", err, r.n, again.Tools == first.Tools)
 	}
@@ -48,7 +49,7 @@ func TestDeclarationsRemember(t *testing.T) {
 		{"chat", []string{"clickclick"}},          // without the empty member
 	} {
 		before := r.n
-		if _, err := d.Read(other.format, other.members, r.read(other.members...)); err != nil || r.n != before+1 {
+		if _, err := d.Read(other.format, other.members, false, r.read(other.members...)); err != nil || r.n != before+1 {
 			t.Errorf("%s %q: %v, read %d times, want once", other.format, other.members, err, r.n-before)
 		}
 	}
@@ -57,7 +58,7 @@ func TestDeclarationsRemember(t *testing.T) {
 	// again.
 	for i := range 2 {
 		before := r.n
-		if _, err := d.Read("chat", []string{"refused"}, r.read("refused")); err == nil || r.n != before+1 {
+		if _, err := d.Read("chat", []string{"refused"}, false, r.read("refused")); err == nil || r.n != before+1 {
 			t.Errorf("refused declarations, time %d: %v, read %d times, want once", i+1, err, r.n-before)
 		}
 	}
@@ -66,7 +67,7 @@ func TestDeclarationsRemember(t *testing.T) {
 	// is reused once the request is done.
 	buf := []byte("typetypetypetype")
 	inPlace := unsafe.String(unsafe.SliceData(buf), len(buf))
-	got, _ := d.Read("chat", []string{inPlace}, r.read(inPlace))
+	got, _ := d.Read("chat", []string{inPlace}, false, r.read(inPlace))
 	copy(buf, "XXXXXXXXXXXXXXXX")
 	if got.Tools.Names[0] != "typetype" || got.Tools.Lookup("typetype") == nil {
 		t.Errorf("a remembered name changed with the request's buffer: %q", got.Tools.Names)
@@ -78,7 +79,7 @@ func TestDeclarationsAreBounded(t *testing.T) {
 	var r reading
 	for i := range DeclarationsEntries + 10 {
 		name := strings.Repeat("a", i%7+1) + string(rune('0'+i%10)) + strings.Repeat("b", i/10)
-		d.Read("chat", []string{name + name}, r.read(name+name))
+		d.Read("chat", []string{name + name}, false, r.read(name+name))
 	}
 	if d.Len() != DeclarationsEntries {
 		t.Errorf("%d declarations remembered, want at most %d", d.Len(), DeclarationsEntries)
@@ -87,7 +88,7 @@ func TestDeclarationsAreBounded(t *testing.T) {
 	d = NewDeclarations()
 	big := strings.Repeat("x", DeclarationsBytes/2)
 	for range 2 {
-		d.Read("chat", []string{big}, r.read(big))
+		d.Read("chat", []string{big}, false, r.read(big))
 	}
 	if d.Len() != 0 {
 		t.Errorf("declarations of %d bytes remembered", len(big))
@@ -98,7 +99,7 @@ func TestDeclarationsAreBounded(t *testing.T) {
 	half := strings.Repeat("y", DeclarationsBytes/40)
 	for i := range 12 {
 		m := half + string(rune('a'+i)) + half + string(rune('a'+i))
-		d.Read("chat", []string{m}, r.read(m))
+		d.Read("chat", []string{m}, false, r.read(m))
 		if b := d.bytes.Load(); b > DeclarationsBytes {
 			t.Fatalf("%d bytes held, bound %d", b, DeclarationsBytes)
 		}
@@ -112,7 +113,7 @@ func TestNilDeclarationsRead(t *testing.T) {
 	var d *Declarations
 	var r reading
 	for range 2 {
-		d.Read("chat", []string{"aa"}, r.read("aa"))
+		d.Read("chat", []string{"aa"}, false, r.read("aa"))
 	}
 	if r.n != 2 {
 		t.Errorf("a nil cache read the declarations %d times, want 2", r.n)
@@ -132,13 +133,65 @@ func TestDeclarationsCompareTheBytes(t *testing.T) {
 	} {
 		d.lru.Add(d.hash("chat", []string{"xxxx"}), e)
 		r.n = 0
-		got, err := d.Read("chat", []string{"xxxx"}, r.read("xxxx"))
+		got, err := d.Read("chat", []string{"xxxx"}, false, r.read("xxxx"))
 		if err != nil || r.n != 1 || got.Tools.Lookup("xx") == nil {
 			t.Errorf("an entry of %s %q under the hash of chat [\"xxxx\"]: read %d times, tools %q", e.format, e.members, r.n, got.Tools.Names)
 		}
 	}
 	r.n = 0
-	if got, _ := d.Read("chat", []string{"xxxx"}, r.read("xxxx")); r.n != 0 || got.Tools.Lookup("xx") == nil {
+	if got, _ := d.Read("chat", []string{"xxxx"}, false, r.read("xxxx")); r.n != 0 || got.Tools.Lookup("xx") == nil {
 		t.Errorf("the entry that replaced it: read %d times, tools %q", r.n, got.Tools.Names)
+	}
+}
+
+// TestDeclarationsKnownValue: the strict reading is offered the tools of
+// declarations read strictly, long enough to skip, of its format, as the
+// member tools, byte for byte; and no longer once they leave the cache.
+func TestDeclarationsKnownValue(t *testing.T) {
+	d := NewDeclarations()
+	var r reading
+	tools := "[" + strings.Repeat("t", MinKnownTools) + "]"
+	body := []byte(`{"tools":` + tools + `}`)
+	at := len(`{"tools":`)
+	offered := func(format, name string, body []byte) bool {
+		return d.KnownValue(format)(name, body, at) == len(tools)
+	}
+	d.Read("chat", []string{tools, ""}, false, r.read(tools))
+	if offered("chat", "tools", body) {
+		t.Errorf("tools read, but not strictly, are offered")
+	}
+	d.Read("chat", []string{tools, ""}, true, r.read(tools))
+	if r.n != 1 {
+		t.Errorf("read %d times, want once", r.n)
+	}
+	if !offered("chat", "tools", body) {
+		t.Errorf("tools read strictly are not offered")
+	}
+	changed := []byte(string(body))
+	changed[at+MinKnownTools/2] = 'x'
+	for _, c := range []struct {
+		format, name string
+		body         []byte
+	}{
+		{"responses", "tools", body},
+		{"chat", "functions", body},
+		{"chat", "tools", changed},
+		{"chat", "tools", body[:len(body)-2]},
+	} {
+		if offered(c.format, c.name, c.body) {
+			t.Errorf("offered to %s's %s in %.20q…", c.format, c.name, c.body[at:])
+		}
+	}
+	short := "[" + strings.Repeat("s", MinKnownTools-3) + "]"
+	d.Read("chat", []string{short}, true, r.read(short))
+	if d.KnownValue("chat")("tools", []byte(short), 0) != 0 {
+		t.Errorf("tools shorter than %d bytes are offered", MinKnownTools)
+	}
+	for i := range DeclarationsEntries {
+		m := fmt.Sprintf("%d%d", i, i)
+		d.Read("chat", []string{m}, false, r.read(m))
+	}
+	if offered("chat", "tools", body) {
+		t.Errorf("tools the cache forgot are offered")
 	}
 }

@@ -46,7 +46,7 @@ func mend(t *testing.T, body []byte, c *HistoryCache, scope string, known bool) 
 	}
 	m := wire.NewMembers("items")
 	defer m.Release()
-	if err := wire.StrictMembersKnown(body, nil, m, kp); err != nil {
+	if err := wire.StrictMembersKnown(body, nil, m, kp, nil); err != nil {
 		t.Fatal(err)
 	}
 	out, edits, err := MendHistory(m, turn, func(m *HistoryMender, item gjson.Result) {

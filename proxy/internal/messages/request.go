@@ -74,13 +74,14 @@ const Items = "messages"
 // MendHistory and NewRequest.
 //
 // d, if not nil, remembers declarations read before (see
-// ladder.Declarations): they are not walked again.
+// ladder.Declarations): they are not walked again, and tools read strictly
+// before are not read again.
 func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Members, error) {
-	m, err := wire.ReadRequest(body, requestShape, Items, known)
+	m, err := wire.ReadRequest(body, requestShape, Items, known, d.KnownValue("messages"))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := declared(m, d); err != nil {
+	if _, err := declared(m, d, true); err != nil {
 		return nil, err
 	}
 	// The messages of a prefix read before (m.Known) passed this check
@@ -143,10 +144,11 @@ func custom(t gjson.Result) bool {
 // name, an input_schema that is not a schema, two tools of one name.
 //
 // d, if not nil, remembers declarations read before (see
-// ladder.Declarations): they are not walked again.
-func declared(m *wire.Members, d *ladder.Declarations) (*ladder.Tools, error) {
+// ladder.Declarations): they are not walked again. strict says the request
+// was read strictly.
+func declared(m *wire.Members, d *ladder.Declarations, strict bool) (*ladder.Tools, error) {
 	tools := m.Get("tools")
-	decl, err := d.Read("messages", []string{tools.Raw}, func() (ladder.Declared, error) {
+	decl, err := d.Read("messages", []string{tools.Raw}, strict, func() (ladder.Declared, error) {
 		ts, err := readTools(tools)
 		return ladder.Declared{Tools: ts}, err
 	})
@@ -214,7 +216,7 @@ type Request struct {
 //
 // m is where the body's members are (see Read).
 func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
-	ts, err := declared(m, d)
+	ts, err := declared(m, d, false)
 	if err != nil || ts.Len() == 0 {
 		return nil
 	}

@@ -54,13 +54,14 @@ const Items = "input"
 // *wire.Error for the client.
 //
 // d, if not nil, remembers declarations read before (see
-// ladder.Declarations): they are not walked again.
+// ladder.Declarations): they are not walked again, and tools read strictly
+// before are not read again.
 func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Members, error) {
-	m, err := wire.ReadRequest(body, requestShape, Items, known)
+	m, err := wire.ReadRequest(body, requestShape, Items, known, d.KnownValue("responses"))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := declared(m, d); err != nil {
+	if _, err := declared(m, d, true); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -80,10 +81,11 @@ type tool struct{ namespace, name string }
 // inspected.
 //
 // d, if not nil, remembers declarations read before (see
-// ladder.Declarations): they are not walked again.
-func declared(m *wire.Members, d *ladder.Declarations) (*ladder.Tools, error) {
+// ladder.Declarations): they are not walked again. strict says the request
+// was read strictly.
+func declared(m *wire.Members, d *ladder.Declarations, strict bool) (*ladder.Tools, error) {
 	tools := m.Get("tools")
-	decl, err := d.Read("responses", []string{tools.Raw}, func() (ladder.Declared, error) {
+	decl, err := d.Read("responses", []string{tools.Raw}, strict, func() (ladder.Declared, error) {
 		ts, err := readTools(tools)
 		return ladder.Declared{Tools: ts}, err
 	})
@@ -186,7 +188,7 @@ type Request struct {
 //
 // m is where the body's members are (see Read).
 func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
-	ts, err := declared(m, d)
+	ts, err := declared(m, d, false)
 	if err != nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,6 +36,13 @@ var (
 		` ]  , "model" : "m" , "model" : "n" }`,
 		`,{"role":"user"}]`,
 		`,{"role":"user"}],"tools":[{"type":"function","Type":"x"}]}`,
+		// The seeds' tools, which a reading may skip (see checkKnown).
+		`],"tools":[{"type":"function"}]}`,
+		`],"tools":[{"type":"function"}],"tools":[{"type":"function"}]}`,
+		`],"tools":[{"type":"function"}],"Tools":[]}`,
+		`],"tools":[{"type":"function"}]`,
+		`],"tools":[{"type":"function"}] ,"model":"m"}`,
+		`],"tools":[{"type":"function"}],"messages":[]}`,
 	}
 )
 
@@ -78,9 +86,10 @@ func knownPrefixes(t testing.TB, seed []byte) []int {
 	return ends
 }
 
-// checkKnown reads body in full and with the prefix body[at:end] known
-// (at: where seed's items begin, body[:end] being seed[:end]), and
-// compares the two readings.
+// checkKnown reads body in full, and with the prefix body[at:end] known
+// (at: where seed's items begin, body[:end] being seed[:end]), seed's tools
+// known (as body's tools, wherever they are), or both, and compares the
+// readings.
 func checkKnown(t *testing.T, body, seed []byte, end int) {
 	t.Helper()
 	full := NewMembers("messages")
@@ -101,34 +110,47 @@ func checkKnown(t *testing.T, body, seed []byte, end int) {
 		}
 		return end - from
 	}
-	m := NewMembers("messages")
-	defer m.Release()
-	err := StrictMembersKnown(body, membersShape, m, known)
-	if fmt.Sprint(err) != fmt.Sprint(ferr) {
-		t.Fatalf("%q with %d bytes known: error %v, in full %v", body, end-start, err, ferr)
-	}
-	if err != nil {
-		return
-	}
-	if asked != 1 {
-		t.Fatalf("%q: the known prefix was asked for %d times, want once", body, asked)
-	}
-	if !slices.Equal(m.top, full.top) || m.Object() != full.Object() {
-		t.Fatalf("%q with %d bytes known: members %+v, in full %+v", body, end-start, m.top, full.top)
-	}
-	spans, ok := m.Items()
-	fspans, fok := full.Items()
-	skipped := 0
-	if m.Known() > 0 {
-		if m.Known() != end-start {
-			t.Fatalf("%q: Known() = %d, want %d", body, m.Known(), end-start)
+	tools := []byte(at.Get("tools").Raw)
+	value := func(name string, b []byte, from int) int {
+		if name != "tools" || len(tools) == 0 || !bytes.HasPrefix(b[from:], tools) {
+			return 0
 		}
-		for skipped < len(fspans) && fspans[skipped].End <= end {
-			skipped++
-		}
+		return len(tools)
 	}
-	if ok != fok || !slices.Equal(spans, fspans[skipped:]) {
-		t.Fatalf("%q with %d bytes known: items %v (%v), in full %v (%v), %d skipped", body, m.Known(), spans, ok, fspans, fok, skipped)
+	for _, c := range []struct {
+		known KnownPrefix
+		value KnownValue
+	}{{known, nil}, {known, value}, {nil, value}} {
+		asked = 0
+		m := NewMembers("messages")
+		defer m.Release()
+		err := StrictMembersKnown(body, membersShape, m, c.known, c.value)
+		if fmt.Sprint(err) != fmt.Sprint(ferr) {
+			t.Fatalf("%q with %d bytes known (and tools %v): error %v, in full %v", body, end-start, c.value != nil, err, ferr)
+		}
+		if err != nil {
+			continue
+		}
+		if c.known != nil && asked != 1 {
+			t.Fatalf("%q: the known prefix was asked for %d times, want once", body, asked)
+		}
+		if !slices.Equal(m.top, full.top) || m.Object() != full.Object() {
+			t.Fatalf("%q with %d bytes known (and tools %v): members %+v, in full %+v", body, end-start, c.value != nil, m.top, full.top)
+		}
+		spans, ok := m.Items()
+		fspans, fok := full.Items()
+		skipped := 0
+		if m.Known() > 0 {
+			if c.known == nil || m.Known() != end-start {
+				t.Fatalf("%q: Known() = %d, want %d", body, m.Known(), end-start)
+			}
+			for skipped < len(fspans) && fspans[skipped].End <= end {
+				skipped++
+			}
+		}
+		if ok != fok || !slices.Equal(spans, fspans[skipped:]) {
+			t.Fatalf("%q with %d bytes known: items %v (%v), in full %v (%v), %d skipped", body, m.Known(), spans, ok, fspans, fok, skipped)
+		}
 	}
 }
 
@@ -142,7 +164,7 @@ func TestStrictMembersKnownSkips(t *testing.T) {
 	start := strings.Index(prefix, "[")
 	m := NewMembers("messages")
 	defer m.Release()
-	if err := StrictMembersKnown(body, membersShape, m, func([]byte, int) int { return len(prefix) - start }); err != nil {
+	if err := StrictMembersKnown(body, membersShape, m, func([]byte, int) int { return len(prefix) - start }, nil); err != nil {
 		t.Fatalf("the known prefix was read: %v", err)
 	}
 	if m.Known() != len(prefix)-start {
@@ -156,8 +178,66 @@ func TestStrictMembersKnownSkips(t *testing.T) {
 		t.Fatalf("messages = %s", got)
 	}
 	// Without the prefix known, the body is refused.
-	if err := StrictMembersKnown(body, membersShape, m, nil); err == nil {
+	if err := StrictMembersKnown(body, membersShape, m, nil, nil); err == nil {
 		t.Fatal("a duplicate name was read")
+	}
+}
+
+// TestStrictMembersKnownSkipsValues: a known value is skipped, not read
+// again, before the items or after them, with a known prefix of the items
+// or without: bytes that the reading would refuse are not looked at when
+// they are in a value the caller vouches for, and the value is recorded
+// where it is.
+func TestStrictMembersKnownSkipsValues(t *testing.T) {
+	tools := `[{"type":"function","type":"x"}]`
+	prefix := `{"role":"user","role":"user"}`
+	vouch := func(name string, b []byte, at int) int {
+		if name == "tools" && strings.HasPrefix(string(b[at:]), tools) {
+			return len(tools)
+		}
+		return 0
+	}
+	for _, body := range []string{
+		`{"model":"m","tools":` + tools + `,"messages":[` + prefix + `,{"role":"user"}]}`,
+		`{"model":"m","messages":[` + prefix + `,{"role":"user"}],"tools":` + tools + `}`,
+	} {
+		items := strings.Index(body, `[{"role"`)
+		for _, known := range []KnownPrefix{nil, func(b []byte, at int) int {
+			if at != items {
+				t.Errorf("%s: the prefix asked for at %d, the items are at %d", body, at, items)
+			}
+			return len(prefix) + 1
+		}} {
+			m := NewMembers("messages")
+			err := StrictMembersKnown([]byte(body), membersShape, m, known, vouch)
+			if known == nil {
+				// The prefix is read: its duplicate name is refused.
+				if err == nil {
+					t.Errorf("%s: a duplicate name in the items was read", body)
+				}
+				m.Release()
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: the known value was read: %v", body, err)
+			}
+			if got := m.Get("tools"); got.Raw != tools || got.Index != strings.Index(body, tools) {
+				t.Errorf("%s: tools = %s at %d", body, got.Raw, got.Index)
+			}
+			if got := m.Get("model").Str; got != "m" {
+				t.Errorf("%s: model = %q", body, got)
+			}
+			if spans, ok := m.Items(); !ok || len(spans) != 1 || body[spans[0].Start:spans[0].End] != `{"role":"user"}` {
+				t.Errorf("%s: items after the prefix: %v (%v)", body, spans, ok)
+			}
+			m.Release()
+		}
+		// Without the value known, the body is refused.
+		m := NewMembers("messages")
+		if err := StrictMembersKnown([]byte(body), membersShape, m, nil, nil); err == nil {
+			t.Errorf("%s: a duplicate name was read", body)
+		}
+		m.Release()
 	}
 }
 
@@ -180,25 +260,37 @@ func FuzzStrictMembersKnown(f *testing.F) {
 }
 
 // BenchmarkStrictMembersKnown: a body of n items whose first n-1 are known,
-// read with them skipped (the next turn), and the same body with a last
-// item the reading refuses (the costliest skip: read without the prefix,
-// then again in full for the error), beside the full reading, at two
-// sizes: each must cost at most about what the full reading does, and
-// double with the body.
+// and tools of about as many bytes before them, read with the items or the
+// tools or both skipped (the next turn, or a conversation's first turn
+// with tools read before), and the same body with a last item the reading
+// refuses (the costliest skip: read without the known parts, then again
+// in full for the error), beside the full reading, at two sizes: each must
+// cost at most about what the full reading does, and double with the body.
 func BenchmarkStrictMembersKnown(b *testing.B) {
 	item := `{"role":"user","content":"` + strings.Repeat(`a \"b\" `, 8) + `"}`
 	for _, n := range []int{500, 1000} {
-		known := `{"model":"m","messages":[` + strings.Repeat(item+",", n-1) + item
-		start := strings.Index(known, "[")
+		tools := "[" + strings.Repeat(`{"type":"function","d":"`+strings.Repeat("x", 60)+`"},`, n-1) + `{"type":"function"}]`
+		known := `{"model":"m","tools":` + tools + `,"messages":[` + strings.Repeat(item+",", n-1) + item
+		start := strings.Index(known, `[{"role"`)
 		vouch := func([]byte, int) int { return len(known) - start }
+		vouchTools := func(name string, b []byte, at int) int {
+			if name == "tools" && strings.HasPrefix(string(b[at:]), tools) {
+				return len(tools)
+			}
+			return 0
+		}
 		for _, c := range []struct {
 			name, tail string
 			known      KnownPrefix
+			value      KnownValue
 			ok         bool
 		}{
-			{"next-turn", `,{"role":"user"}]}`, vouch, true},
-			{"refused-after", `,{"role":"user","role":"x"}]}`, vouch, false},
-			{"full", `,{"role":"user"}]}`, nil, true},
+			{"next-turn", `,{"role":"user"}]}`, vouch, nil, true},
+			{"refused-after", `,{"role":"user","role":"x"}]}`, vouch, nil, false},
+			{"tools", `,{"role":"user"}]}`, nil, vouchTools, true},
+			{"next-turn-tools", `,{"role":"user"}]}`, vouch, vouchTools, true},
+			{"refused-after-tools", `,{"role":"user","role":"x"}]}`, vouch, vouchTools, false},
+			{"full", `,{"role":"user"}]}`, nil, nil, true},
 		} {
 			body := []byte(known + c.tail)
 			b.Run(fmt.Sprintf("%dKB/%s", len(body)>>10, c.name), func(b *testing.B) {
@@ -207,7 +299,7 @@ func BenchmarkStrictMembersKnown(b *testing.B) {
 				b.SetBytes(int64(len(body)))
 				b.ReportAllocs()
 				for b.Loop() {
-					if err := StrictMembersKnown(body, membersShape, m, c.known); (err == nil) != c.ok {
+					if err := StrictMembersKnown(body, membersShape, m, c.known, c.value); (err == nil) != c.ok {
 						b.Fatal(err)
 					}
 				}

@@ -26,9 +26,10 @@ type Members struct {
 	// skipped (see KnownPrefix): spans holds the items after it.
 	skipped int
 
-	// During a strict reading: what reports a known prefix, and the
-	// reading without it.
+	// During a strict reading: what reports a known prefix and known
+	// values, and the reading without them.
 	known KnownPrefix
+	value KnownValue
 	skip  skipRead
 }
 
@@ -121,7 +122,7 @@ func (m *Members) reset(body []byte) {
 	m.itemsOK = false
 	m.object = false
 	m.skipped = 0
-	m.known, m.skip = nil, skipRead{}
+	m.known, m.value, m.skip = nil, nil, skipRead{items: -1}
 }
 
 // input is what the strict reading reads: the body, or the body without
@@ -138,24 +139,27 @@ func (m *Members) span(start, end int) Span {
 	return Span{m.skip.pos(start), m.skip.pos(end)}
 }
 
-// pos is where offset off of the reading without the known items is in
+// pos is where offset off of the reading without the known parts is in
 // the body.
 func (k skipRead) pos(off int) int {
-	if k.in != nil && off > k.at {
-		return off + k.delta
+	p := off
+	for _, c := range k.cuts[:k.ncuts] {
+		if off > c.in {
+			p += c.delta
+		}
 	}
-	return off
+	return p
 }
 
 // ReadRequest reads a request body strictly (see StrictMembers), recording
 // its members and the items of the member items, and requires an object.
 // Its error is the client's (RequestUnreadable).
 //
-// known, if not nil, reports a prefix of the items read before, which is
-// not read again (see StrictMembersKnown).
-func ReadRequest(body []byte, s Shape, items string, known KnownPrefix) (*Members, error) {
+// known and value, if not nil, report a prefix of the items and values
+// read before, which are not read again (see StrictMembersKnown).
+func ReadRequest(body []byte, s Shape, items string, known KnownPrefix, value KnownValue) (*Members, error) {
 	m := NewMembers(items)
-	err := StrictMembersKnown(body, s, m, known)
+	err := StrictMembersKnown(body, s, m, known, value)
 	if err == nil && !m.Object() {
 		err = errors.New("the body is not a JSON object")
 	}

@@ -106,7 +106,7 @@ func Strict(body []byte, s Shape) error { return StrictMembers(body, s, nil) }
 // StrictMembers is Strict, recording in m (if not nil) where the body's
 // top-level members are and the items of the one m names, in the same pass.
 func StrictMembers(body []byte, s Shape, m *Members) error {
-	return StrictMembersKnown(body, s, m, nil)
+	return StrictMembersKnown(body, s, m, nil, nil)
 }
 
 // KnownPrefix reports a prefix of a body's items that a strict reading has
@@ -119,48 +119,122 @@ func StrictMembers(body []byte, s Shape, m *Members) error {
 // alone, never on what is around it.
 type KnownPrefix func(body []byte, at int) (n int)
 
+// KnownValue reports an array that a strict reading has read before as the
+// value of the top-level member name, in a body read under the same Shape:
+// at is where the value begins (its '['), and the value is body[at:at+n],
+// byte for byte the same as then. It returns 0 for none. A value's checks
+// depend on its bytes and on the Shape of its member alone, as an item's
+// do (see KnownPrefix).
+type KnownValue func(name string, body []byte, at int) (n int)
+
 // StrictMembersKnown is StrictMembers, skipping the items of the prefix
-// that known (if not nil) reports: only the bytes around them are read.
-// m.Known is the length of the prefix skipped, and m.Items the spans of
-// the items after it. A body that is not read strictly in this way is
-// read again in full, whose error, counting every item, is the one
-// returned.
-func StrictMembersKnown(body []byte, s Shape, m *Members, known KnownPrefix) error {
-	if m == nil || known == nil {
-		return strictMembers(body, s, m, nil, nil)
+// that known reports and the values of top-level members that value
+// reports (either may be nil): only the bytes around them are read. m.Known
+// is the length of the prefix skipped, and m.Items the spans of the items
+// after it; the members skipped are recorded where they are. A body that
+// is not read strictly in this way is read again in full, whose error,
+// counting every item, is the one returned.
+func StrictMembersKnown(body []byte, s Shape, m *Members, known KnownPrefix, value KnownValue) error {
+	if m == nil || (known == nil && value == nil) {
+		return strictMembers(body, s, m, nil, nil, nil)
 	}
-	err := strictMembers(body, s, m, known, nil)
-	sk, skipping := err.(*skipItems)
-	if !skipping {
-		return err
+	sk := skipRead{items: -1}
+	var buf *[]byte // sk.in's, from skipPool, once a part is skipped
+	defer func() {
+		if buf != nil && cap(sk.in) <= maxPooledSkip {
+			*buf = sk.in[:0]
+			skipPool.Put(buf)
+		}
+	}()
+	// Each reading that finds a part to skip starts again without it: at
+	// most one prefix and one value, so at most three readings, the bytes
+	// before the parts read again each time.
+	for {
+		var without *skipRead
+		if buf != nil {
+			without = &sk
+		}
+		err := strictMembers(body, s, m, known, value, without)
+		found, skipping := err.(*skipFound)
+		if !skipping {
+			if err != nil && buf != nil {
+				return strictMembers(body, s, m, nil, nil, nil)
+			}
+			return err
+		}
+		if buf == nil {
+			buf = skipPool.Get().(*[]byte)
+			sk.in = (*buf)[:0]
+		}
+		if !sk.add(body, *found) {
+			return strictMembers(body, s, m, nil, nil, nil)
+		}
 	}
-	// The body without the known items: its '[', then what follows the
-	// last of them (past the comma after it). Read from a copy, whose
-	// offsets after the '[' m maps back to the body's.
-	buf := skipPool.Get().(*[]byte)
-	in := append(append((*buf)[:0], body[:sk.at+1]...), body[sk.cut:]...)
-	err = strictMembers(body, s, m, nil, &skipRead{in: in, at: sk.at, delta: sk.cut - sk.at - 1, n: sk.n})
-	if cap(in) <= maxPooledSkip {
-		*buf = in[:0]
-		skipPool.Put(buf)
-	}
-	if err != nil {
-		return strictMembers(body, s, m, nil, nil)
-	}
-	return nil
 }
 
-// skipItems is what strictMembers returns on finding a known prefix: the
-// reading starts again without it.
-type skipItems struct{ at, cut, n int }
+// skipFound is what strictMembers returns on finding a part of the body
+// to skip: body[at+1:cut], the known prefix's items (n is its length) or
+// the inside of a known value. The reading starts again without it.
+type skipFound struct {
+	at, cut, n int
+	value      bool
+	// asked is what known answered, if it was asked, in the reading that
+	// found a value: the next one does not ask again.
+	asked answer
+}
 
-func (*skipItems) Error() string { return "wire: a known prefix of the items is skipped" }
+// answer is what known answered, n, once it was asked (ok).
+type answer struct {
+	n  int
+	ok bool
+}
 
-// skipRead is a reading of a body without its known items: in is the body
-// with body[at+1:at+1+delta] taken out, n the known prefix's length.
+func (*skipFound) Error() string { return "wire: a known part of the body is skipped" }
+
+// skipRead is a reading of a body without the parts known (a prefix of the
+// items, a value): in is the body with each cut's bytes taken out.
 type skipRead struct {
-	in           []byte
-	at, delta, n int
+	in    []byte
+	cuts  [2]skipCut // in the order of the body
+	ncuts int
+	// items is where the items' '[' is in the body when their known prefix
+	// (of length n) is taken out, -1 when it is not.
+	items, n int
+	value    bool   // a value is taken out
+	asked    answer // what known answered, once asked
+}
+
+// A skipCut takes body[at+1:at+1+delta] out: after the '[' at at (an
+// offset of the body; in is the offset of the '[' in the reading).
+type skipCut struct{ at, in, delta int }
+
+// add takes the part found out of the reading as well, and reports whether
+// it is one of a kind not taken out yet.
+func (k *skipRead) add(body []byte, f skipFound) bool {
+	if (f.value && k.value) || (!f.value && k.items >= 0) {
+		return false
+	}
+	if f.value {
+		k.value, k.asked = true, f.asked
+	} else {
+		k.items, k.n = f.at, f.n
+	}
+	k.cuts[k.ncuts] = skipCut{at: f.at, delta: f.cut - f.at - 1}
+	k.ncuts++
+	if k.ncuts == 2 && k.cuts[0].at > k.cuts[1].at {
+		// Found second but first in the body: a value the cache learned
+		// while the body was being read.
+		k.cuts[0], k.cuts[1] = k.cuts[1], k.cuts[0]
+	}
+	k.in = k.in[:0]
+	from, taken := 0, 0
+	for i, c := range k.cuts[:k.ncuts] {
+		k.in = append(k.in, body[from:c.at+1]...)
+		k.cuts[i].in = c.at - taken
+		from, taken = c.at+1+c.delta, taken+c.delta
+	}
+	k.in = append(k.in, body[from:]...)
+	return true
 }
 
 // maxPooledSkip bounds the buffers kept for the readings without a prefix.
@@ -197,11 +271,11 @@ func skipSpace(body []byte, i int) int {
 	return len(body) - len(bytes.TrimLeft(body[i:], " \t\n\r"))
 }
 
-func strictMembers(body []byte, s Shape, m *Members, known KnownPrefix, sk *skipRead) error {
+func strictMembers(body []byte, s Shape, m *Members, known KnownPrefix, value KnownValue, sk *skipRead) error {
 	in := body
 	if m != nil {
 		m.reset(body)
-		m.known = known
+		m.known, m.value = known, value
 		if sk != nil {
 			in, m.skip = sk.in, *sk
 		}
@@ -220,7 +294,7 @@ func strictMembers(body []byte, s Shape, m *Members, known KnownPrefix, sk *skip
 		st.b = bytes.Buffer{}
 		st.d.Reset(&st.empty)
 		if m != nil {
-			m.known, m.skip.in = nil, nil
+			m.known, m.value, m.skip = nil, nil, skipRead{items: -1}
 		}
 	}()
 	var err error
@@ -343,20 +417,30 @@ func walkTop(d *jsontext.Decoder, s Shape, m *Members) error {
 			name = strings.Clone(name)
 		}
 		start := valueStart(in, int(d.InputOffset()))
-		if m.items != "" && name == m.items && d.PeekKind() == '[' {
+		at := m.skip.pos(start) // in the body
+		switch {
+		case m.items != "" && name == m.items && d.PeekKind() == '[':
 			switch {
-			case m.known != nil:
-				n := m.known(m.body, start)
-				if cut, ok := cutAfter(m.body, start, n); ok {
-					return &skipItems{at: start, cut: cut, n: n}
-				}
-			case m.skip.in != nil && start != m.skip.at:
+			case m.skip.items >= 0 && at != m.skip.items:
 				return errors.New("wire: the items moved")
-			case m.skip.in != nil:
+			case m.skip.items >= 0:
 				m.skipped = m.skip.n
+			case m.known != nil:
+				if !m.skip.asked.ok {
+					m.skip.asked = answer{n: m.known(m.body, at), ok: true}
+				}
+				n := m.skip.asked.n
+				if cut, ok := cutAfter(m.body, at, n); ok {
+					return &skipFound{at: at, cut: cut, n: n}
+				}
 			}
 			err = walkItems(d, child, m)
-		} else {
+		case m.value != nil && !m.skip.value && d.PeekKind() == '[':
+			if n := m.value(name, m.body, at); n > 2 && at+n <= len(m.body) && m.body[at] == '[' && m.body[at+n-1] == ']' {
+				return &skipFound{at: at, cut: at + n - 1, n: n, value: true, asked: m.skip.asked}
+			}
+			err = walkStrict(d, child)
+		default:
 			err = walkStrict(d, child)
 		}
 		if err != nil {
