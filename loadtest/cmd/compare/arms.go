@@ -3,13 +3,20 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/internal/bfcl"
 	"github.com/toolguard/toolguard/internal/fake"
 )
 
@@ -17,22 +24,65 @@ import (
 const clickTools = `[{"type":"function","function":{"name":"click","description":"Click an element",` +
 	`"parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}}]`
 
-// chatBody is a chat completion request declaring the click tool; the fake
-// upstream picks its reply by model (valid, repair, reask). With history, the
-// messages are longHistory before the last instruction.
-func chatBody(model string, stream, history, noTools bool) string {
-	s, h, t := "", "", `,"tools":`+clickTools
+// chatBody is a chat completion request declaring tools (none if it is
+// ""); the fake upstream picks its reply by model (valid, repair, reask),
+// which calls click. With history, the messages are longHistory before the
+// last instruction.
+func chatBody(model string, stream, history bool, tools string) string {
+	s, h, t := "", "", ""
 	if stream {
 		s = `,"stream":true`
 	}
 	if history {
 		h = longHistory
 	}
-	if noTools {
-		t = ""
+	if tools != "" {
+		t = `,"tools":` + tools
 	}
 	return `{"model":"` + model + `","messages":[` + h + `{"role":"user","content":"Click the login button."}]` + t + s + `}`
 }
+
+// manyTools declares the click tool after 23 functions of the BFCL corpus
+// (testdata/bfcl), about 20 KB: the tools of an agent with many, sent with
+// every request.
+var manyTools = sync.OnceValues(func() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	// The corpus is in the module's root, above the working directory.
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", errors.New("many tools: no go.mod above the working directory, so no testdata/bfcl")
+		}
+		dir = up
+	}
+	cases, err := bfcl.Load(filepath.Join(dir, "testdata", "bfcl"))
+	if err != nil {
+		return "", fmt.Errorf("many tools: %w", err)
+	}
+	seen := map[string]bool{"click": true}
+	var tools []string
+	for _, c := range cases {
+		for _, fn := range c.Functions {
+			if len(tools) == 23 || seen[fn.Name] {
+				continue
+			}
+			seen[fn.Name] = true
+			desc, err := json.Marshal(fn.Description)
+			if err != nil {
+				return "", err
+			}
+			tools = append(tools, `{"type":"function","function":{"name":`+strconv.Quote(fn.Name)+
+				`,"description":`+string(desc)+`,"parameters":`+string(fn.Parameters)+`}}`)
+		}
+	}
+	return "[" + strings.Join(tools, ",") + "," + clickTools[1:], nil
+})
 
 // longHistory is the conversation an agent sends back after a few dozen
 // turns, about 40 KB (fake.AgentHistory).
@@ -50,6 +100,7 @@ type arm struct {
 	// toolguard's history cache knows no prefix of it.
 	firstTurn bool
 	noTools   bool // declare no tools: nothing to inspect
+	manyTools bool // declare manyTools
 	// responses sends the request on the Responses API (POST
 	// /v1/responses), not Chat Completions.
 	responses bool
@@ -79,6 +130,9 @@ var allArms = []arm{
 	{name: "notools-direct", target: "direct", model: "valid", noTools: true, base: "notools-direct", bare: "notools-reverseproxy"},
 	{name: "notools-reverseproxy", target: "bare", model: "valid", noTools: true, base: "notools-direct", bare: "notools-reverseproxy"},
 	{name: "notools-toolguard", target: "guard", model: "valid", noTools: true, base: "notools-direct", bare: "notools-reverseproxy"},
+	{name: "manytools-direct", target: "direct", model: "valid", manyTools: true, base: "manytools-direct", bare: "manytools-reverseproxy"},
+	{name: "manytools-reverseproxy", target: "bare", model: "valid", manyTools: true, base: "manytools-direct", bare: "manytools-reverseproxy"},
+	{name: "manytools-toolguard", target: "guard", model: "valid", manyTools: true, outcome: "valid", base: "manytools-direct", bare: "manytools-reverseproxy"},
 	{name: "responses-direct", target: "direct", model: "valid", responses: true, base: "responses-direct", bare: "responses-reverseproxy"},
 	{name: "responses-reverseproxy", target: "bare", model: "valid", responses: true, base: "responses-direct", bare: "responses-reverseproxy"},
 	{name: "responses-toolguard", target: "guard", model: "valid", responses: true, outcome: "valid", base: "responses-direct", bare: "responses-reverseproxy"},
@@ -90,6 +144,7 @@ var allArms = []arm{
 	{name: "baseline-firstturn", target: "baseline", model: "valid", history: true, firstTurn: true, outcome: "valid", base: "firstturn-direct", bare: "firstturn-reverseproxy"},
 	{name: "baseline-stream", target: "baseline", model: "valid", stream: true, base: "stream-direct", bare: "stream-reverseproxy"},
 	{name: "baseline-notools", target: "baseline", model: "valid", noTools: true, base: "notools-direct", bare: "notools-reverseproxy"},
+	{name: "baseline-manytools", target: "baseline", model: "valid", manyTools: true, outcome: "valid", base: "manytools-direct", bare: "manytools-reverseproxy"},
 }
 
 // path is where the arm's requests go.
@@ -115,11 +170,27 @@ func (a arm) template() string {
 	if a.responses {
 		return responsesBody(a.model, a.stream)
 	}
-	body := chatBody(a.model, a.stream, a.history, a.noTools)
+	body := chatBody(a.model, a.stream, a.history, a.tools())
 	if a.firstTurn {
 		body = strings.Replace(body, `"content":"You operate`, `"content":"Conversation `+conversationMark+`. You operate`, 1)
 	}
 	return body
+}
+
+// tools is what the arm's chat requests declare.
+func (a arm) tools() string {
+	switch {
+	case a.noTools:
+		return ""
+	case a.manyTools:
+		// pickArms made sure they load.
+		t, err := manyTools()
+		if err != nil {
+			panic(err)
+		}
+		return t
+	}
+	return clickTools
 }
 
 // responsesBody is a Responses request declaring click, flat.

@@ -50,7 +50,7 @@ func TestCPUTimeOfThisProcess(t *testing.T) {
 // TestNoToolsBodyDeclaresNone: the arm without tools sends valid JSON with
 // no tools member, so toolguard has nothing to inspect.
 func TestNoToolsBodyDeclaresNone(t *testing.T) {
-	body := chatBody("valid", false, false, true)
+	body := chatBody("valid", false, false, "")
 	var v map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(body), &v); err != nil {
 		t.Fatal(err)
@@ -60,8 +60,31 @@ func TestNoToolsBodyDeclaresNone(t *testing.T) {
 	}
 }
 
+// TestManyToolsDeclareClickAmongMany: the many-tools arm's request is
+// valid JSON declaring 24 tools of distinct names, click among them, in
+// about 20 KB.
+func TestManyToolsDeclareClickAmongMany(t *testing.T) {
+	var a arm
+	for _, x := range allArms {
+		if x.name == "manytools-toolguard" {
+			a = x
+		}
+	}
+	body := a.body()
+	if !gjson.Valid(body) || len(body) < 15<<10 || len(body) > 30<<10 {
+		t.Fatalf("%d bytes, valid JSON %v", len(body), gjson.Valid(body))
+	}
+	names := map[string]bool{}
+	for _, n := range gjson.Get(body, "tools.#.function.name").Array() {
+		names[n.Str] = true
+	}
+	if len(names) != 24 || !names["click"] {
+		t.Errorf("%d distinct tools, click among them %v", len(names), names["click"])
+	}
+}
+
 func TestLongHistoryIsAbout40KB(t *testing.T) {
-	body := chatBody("valid", false, true, false)
+	body := chatBody("valid", false, true, clickTools)
 	var v struct{ Messages []json.RawMessage }
 	if err := json.Unmarshal([]byte(body), &v); err != nil {
 		t.Fatal(err)

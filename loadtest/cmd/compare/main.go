@@ -84,7 +84,7 @@ func runCompare(ctx context.Context, args []string) error {
 	fs.StringVar(&c.profile, "profile", "", "directory: run the toolguard arms on a build that writes cpu.prof and allocs.prof there when it stops (the arm with inspection off in off/)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (binaries, logs, scripts)")
 	fs.StringVar(&c.toolguard, "toolguard-env", "", "comma-separated KEY=VALUE settings added to the toolguard arms' environment")
-	fs.StringVar(&c.baseline, "baseline", "", "a git revision: also build toolguard there and run its valid, repair, history, first-turn, stream and no-tools arms (baseline-*) beside the current ones")
+	fs.StringVar(&c.baseline, "baseline", "", "a git revision: also build toolguard there and run its valid, repair, history, first-turn, stream, no-tools and many-tools arms (baseline-*) beside the current ones")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func pickArms(c config) ([]arm, error) {
 			}
 			out = append(out, a)
 		}
-		return out, nil
+		return out, checkArms(out)
 	}
 	want := map[string]bool{"direct": true, "reverseproxy": true}
 	for _, n := range strings.Split(c.arms, ",") {
@@ -244,7 +244,19 @@ func pickArms(c config) ([]arm, error) {
 	if len(want) > 0 {
 		return nil, fmt.Errorf("-arms: no arm %s", strings.Join(slices.Sorted(maps.Keys(want)), ", "))
 	}
-	return out, nil
+	return out, checkArms(out)
+}
+
+// checkArms makes sure what the arms send can be made: the many tools are
+// read from the corpus.
+func checkArms(arms []arm) error {
+	for _, a := range arms {
+		if a.manyTools {
+			_, err := manyTools()
+			return err
+		}
+	}
+	return nil
 }
 
 // environment is what was built and installed for the run.
