@@ -64,6 +64,7 @@ type recentDecls struct {
 }
 
 type declEntry struct {
+	key     uint64 // its key in the cache
 	format  string
 	members []string // the declaring members' bytes
 	d       Declared
@@ -113,6 +114,11 @@ func (d *Declarations) Read(format string, members []string, strict bool, read f
 	if d == nil {
 		return read()
 	}
+	if e := d.recentlyRead(format, members); e != nil {
+		// Compared in full rather than hashed; still used, as a hit is.
+		d.lru.Get(e.key)
+		return e.d, nil
+	}
 	k := d.hash(format, members)
 	if e, ok := d.lru.Get(k); ok && e.same(format, members) {
 		if strict {
@@ -125,7 +131,7 @@ func (d *Declarations) Read(format string, members []string, strict bool, read f
 		return v, err
 	}
 	v.Tools = v.Tools.detach()
-	e := &declEntry{format: format, members: make([]string, len(members)), d: v, weight: v.Tools.weight()}
+	e := &declEntry{key: k, format: format, members: make([]string, len(members)), d: v, weight: v.Tools.weight()}
 	for i, m := range members {
 		e.members[i] = strings.Clone(m)
 		e.weight += int64(len(m)) + 16
@@ -167,6 +173,32 @@ func (d *Declarations) noteStrict(e *declEntry) {
 	r.next = (r.next + 1) % RecentTools
 }
 
+// recentlyRead returns the entry of format and members among those offered
+// to the strict reading, nil if there is none: the long declarations an
+// agent sends every turn are found there without hashing them.
+func (d *Declarations) recentlyRead(format string, members []string) *declEntry {
+	if len(members) == 0 || len(members[0]) < MinKnownTools {
+		return nil
+	}
+	for _, e := range d.recentOf(format) {
+		if e != nil && e.same(format, members) {
+			return e
+		}
+	}
+	return nil
+}
+
+// recentOf returns the entries of format offered to the strict reading,
+// compared by the caller outside the lock.
+func (d *Declarations) recentOf(format string) (cands [RecentTools]*declEntry) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r := d.recent[format]; r != nil {
+		cands = r.e
+	}
+	return cands
+}
+
 // forget takes e out of the entries offered to the strict reading.
 func (d *Declarations) forget(e *declEntry) {
 	d.mu.Lock()
@@ -199,13 +231,7 @@ func (d *Declarations) KnownValue(format string) wire.KnownValue {
 		if name != "tools" {
 			return 0
 		}
-		var cands [RecentTools]*declEntry
-		d.mu.Lock()
-		if r := d.recent[format]; r != nil {
-			cands = r.e
-		}
-		d.mu.Unlock()
-		for _, e := range cands {
+		for _, e := range d.recentOf(format) {
 			if e == nil {
 				continue
 			}

@@ -167,6 +167,14 @@ func TestDeclarationsKnownValue(t *testing.T) {
 	if !offered("chat", "tools", body) {
 		t.Errorf("tools read strictly are not offered")
 	}
+	// Found among those offered, without hashing them: still the same.
+	got, err := d.Read("chat", []string{tools, ""}, false, r.read(tools))
+	if err != nil || r.n != 1 || got.Tools.Names[0] != tools[:len(tools)/2] {
+		t.Errorf("tools offered, read again: %v, read %d times, tools %.20q", err, r.n, got.Tools.Names)
+	}
+	if _, err := d.Read("chat", []string{tools, "x"}, false, r.read(tools, "x")); err != nil || r.n != 2 {
+		t.Errorf("other members after tools offered: %v, read %d times, want twice", err, r.n)
+	}
 	changed := []byte(string(body))
 	changed[at+MinKnownTools/2] = 'x'
 	for _, c := range []struct {
