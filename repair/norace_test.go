@@ -2,4 +2,5 @@
 
 package repair
 
+// raceEnabled: the tests run under the race detector.
 const raceEnabled = false

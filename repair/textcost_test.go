@@ -2,6 +2,7 @@ package repair
 
 import (
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -41,7 +42,15 @@ var textCostInputs = map[string]func(n int) string{
 
 // textCost is what reading text for calls and computing its stream hold
 // allocates, in bytes: the work of the readers, which build what they read.
+// It is measured after a first reading, with no collection until it is
+// done: a collection empties the pools of encoding/json, which the readers
+// call, and what they held would be allocated again, more or less from one
+// measure to the next (a doubled input measured from 1.1 to 5 times the
+// allocations).
 func textCost(text string) uint64 {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	TextCalls(text, textTools, allTextFormats)
+	TextCallHold(text, textTools, allTextFormats)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for range 3 {
@@ -56,6 +65,10 @@ func textCost(text string) uint64 {
 // doubles (with slack) what reading it costs, for every reader added for
 // the formats of textinvoke.go.
 func TestTextCallReadersCostIsLinear(t *testing.T) {
+	if raceEnabled {
+		// .ci/run runs it without the race detector too.
+		t.Skip("the race detector's sync.Pool drops a quarter of what is put back, at random: allocations vary too much to compare")
+	}
 	for name, build := range textCostInputs {
 		t.Run(name, func(t *testing.T) {
 			small, large := build(1000), build(2000)
