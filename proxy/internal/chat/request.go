@@ -30,44 +30,51 @@ func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Me
 	if err != nil {
 		return nil, err
 	}
-	if _, err := declared(readTop(m), d, true); err != nil {
+	t := readTop(m)
+	if _, err := d.Read("chat", declaring(t), func(tools bool) (ladder.Declared, error) {
+		if ae := checkDeclarations(t); ae != nil {
+			return ladder.Declared{}, ae
+		}
+		if !tools {
+			return ladder.Declared{}, nil
+		}
+		return toolsOf(t), nil
+	}); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// declared checks the declarations of a request (see checkDeclarations)
-// and reads its function tools: those of tools, or if it declares none
-// there, those of the legacy functions. strict says the request was read
-// strictly (see ladder.Declarations.Read).
-func declared(t top, d *ladder.Declarations, strict bool) (ladder.Declared, error) {
-	return d.Read("chat", []string{t.tools.Raw, t.functions.Raw}, strict, func() (ladder.Declared, error) {
-		if ae := checkDeclarations(t); ae != nil {
-			return ladder.Declared{}, ae
+// declaring is the members that declare a request's tools, as
+// ladder.Declarations keeps them.
+func declaring(t top) []string { return []string{t.tools.Raw, t.functions.Raw} }
+
+// toolsOf reads the function tools of a request that checkDeclarations
+// accepted: those of tools, or if it declares none there, those of the
+// legacy functions.
+func toolsOf(t top) ladder.Declared {
+	ts := &ladder.Tools{}
+	add := func(fn gjson.Result) {
+		var params []byte
+		if p := fn.Get("parameters"); p.IsObject() || p.Type == gjson.True || p.Type == gjson.False {
+			params = []byte(p.Raw)
 		}
-		ts := &ladder.Tools{}
-		add := func(fn gjson.Result) {
-			var params []byte
-			if p := fn.Get("parameters"); p.IsObject() || p.Type == gjson.True || p.Type == gjson.False {
-				params = []byte(p.Raw)
-			}
-			ts.Add(fn.Get("name").Str, params)
+		ts.Add(fn.Get("name").Str, params)
+	}
+	t.tools.ForEach(func(_, t gjson.Result) bool {
+		if typ := t.Get("type"); !typ.Exists() || typ.String() == "function" {
+			add(t.Get("function"))
 		}
-		t.tools.ForEach(func(_, t gjson.Result) bool {
-			if typ := t.Get("type"); !typ.Exists() || typ.String() == "function" {
-				add(t.Get("function"))
-			}
-			return true
-		})
-		if ts.Len() > 0 {
-			return ladder.Declared{Tools: ts}, nil
-		}
-		t.functions.ForEach(func(_, fn gjson.Result) bool {
-			add(fn)
-			return true
-		})
-		return ladder.Declared{Tools: ts, Legacy: true}, nil
+		return true
 	})
+	if ts.Len() > 0 {
+		return ladder.Declared{Tools: ts}
+	}
+	t.functions.ForEach(func(_, fn gjson.Result) bool {
+		add(fn)
+		return true
+	})
+	return ladder.Declared{Tools: ts, Legacy: true}
 }
 
 // Request is an inspected chat completion request: the body that goes
@@ -91,9 +98,9 @@ type Request struct {
 // nothing is then inspected.
 func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
 	t := readTop(m)
-	decl, err := declared(t, d, false)
-	if err != nil {
-		return nil
+	decl, ok := d.Lookup("chat", declaring(t))
+	if !ok {
+		decl = toolsOf(t)
 	}
 	q := &Request{Body: m.Body(), tools: decl.Tools, legacy: decl.Legacy, model: strings.Clone(t.model.Str)}
 	if output {

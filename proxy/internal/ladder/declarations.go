@@ -13,11 +13,12 @@ import (
 
 // The bounds of a Declarations cache: the declarations it remembers, and
 // the bytes they hold (their own bytes, and their tools' names and
-// parameter schemas). Declarations larger than a quarter of
-// DeclarationsBytes are read every time.
+// parameter schemas), in all and for one. Agents declare tens of KB;
+// declarations larger than MaxDeclarationBytes are read every time.
 const (
 	DeclarationsEntries = 1024
 	DeclarationsBytes   = 32 << 20
+	MaxDeclarationBytes = 1 << 20
 )
 
 // Declarations remembers what the tool declarations of requests read to,
@@ -100,57 +101,84 @@ func NewDeclarations() *Declarations {
 	return d
 }
 
-// Read returns what the declarations of a request of format read to: the
-// members that declare its tools, as their exact bytes (gjson's Raw, ""
-// for a member that is missing). read reads them (its error is the
-// request's); what it returns without error is remembered, with its names
-// copied out of the request, and returned for the same bytes later. A nil
-// d calls read every time.
-//
-// strict says the members were read strictly, as the members of a request
-// of format: their first, the tools, is then offered to the strict
-// reading of the next requests (see KnownValue).
-func (d *Declarations) Read(format string, members []string, strict bool, read func() (Declared, error)) (Declared, error) {
-	if d == nil {
-		return read()
+// Read checks the declarations of a request of format that was read
+// strictly: the members that declare its tools, as their exact bytes
+// (gjson's Raw, "" for a member that is missing). read checks them (its
+// error is the request's) and, if tools is set, reads their tools too.
+// What it returns without error is remembered, with its names copied out
+// of the request, and returned for the same bytes later, unchecked: they
+// were checked then. Their first member, the tools, is offered to the
+// strict reading of the next requests (see KnownValue). With a nil d, or
+// members too large to remember, read is called without tools: they are
+// read when the request is opened (see Lookup).
+func (d *Declarations) Read(format string, members []string, read func(tools bool) (Declared, error)) (Declared, error) {
+	size := membersSize(members)
+	if d == nil || size > MaxDeclarationBytes {
+		return read(false)
 	}
-	if e := d.recentlyRead(format, members); e != nil {
-		// Compared in full rather than hashed; still used, as a hit is.
-		d.lru.Get(e.key)
+	if e := d.lookup(format, members); e != nil {
+		d.noteStrict(e)
 		return e.d, nil
 	}
-	k := d.hash(format, members)
-	if e, ok := d.lru.Get(k); ok && e.same(format, members) {
-		if strict {
-			d.noteStrict(e)
-		}
-		return e.d, nil
-	}
-	v, err := read()
+	v, err := read(true)
 	if err != nil {
 		return v, err
 	}
+	w := size + v.Tools.weight()
+	if w > MaxDeclarationBytes {
+		return v, nil
+	}
 	v.Tools = v.Tools.detach()
-	e := &declEntry{key: k, format: format, members: make([]string, len(members)), d: v, weight: v.Tools.weight()}
+	e := &declEntry{key: d.hash(format, members), format: format, members: make([]string, len(members)), d: v, weight: w}
 	for i, m := range members {
 		e.members[i] = strings.Clone(m)
-		e.weight += int64(len(m)) + 16
-	}
-	if e.weight > DeclarationsBytes/4 {
-		return v, nil
 	}
 	// An entry of another format or other members under the same hash
 	// (which no client can aim for without the seed) is replaced.
-	d.lru.Remove(k)
+	d.lru.Remove(e.key)
 	d.bytes.Add(e.weight)
-	d.lru.Add(k, e)
+	d.lru.Add(e.key, e)
 	for d.bytes.Load() > DeclarationsBytes && d.lru.Len() > 1 {
 		d.lru.RemoveOldest()
 	}
-	if strict {
-		d.noteStrict(e)
-	}
+	d.noteStrict(e)
 	return v, nil
+}
+
+// Lookup returns what the declarations of a request of format, checked by
+// Read, read to if it remembers them; ok is false if it does not (the
+// caller reads their tools, which Read checked). A nil d remembers nothing.
+func (d *Declarations) Lookup(format string, members []string) (_ Declared, ok bool) {
+	if d == nil || membersSize(members) > MaxDeclarationBytes {
+		return Declared{}, false
+	}
+	if e := d.lookup(format, members); e != nil {
+		return e.d, true
+	}
+	return Declared{}, false
+}
+
+// lookup returns the entry of format and members, nil if there is none.
+// The long tools an agent sends every turn are found among those offered
+// to the strict reading, compared in full rather than hashed.
+func (d *Declarations) lookup(format string, members []string) *declEntry {
+	if e := d.recentlyRead(format, members); e != nil {
+		d.lru.Get(e.key) // still used, as a hit is
+		return e
+	}
+	if e, ok := d.lru.Get(d.hash(format, members)); ok && e.same(format, members) {
+		return e
+	}
+	return nil
+}
+
+// membersSize is what copies of members hold.
+func membersSize(members []string) int64 {
+	var n int64
+	for _, m := range members {
+		n += int64(len(m)) + 16
+	}
+	return n
 }
 
 // noteStrict offers e's tools to the strict reading of the next requests
@@ -174,8 +202,7 @@ func (d *Declarations) noteStrict(e *declEntry) {
 }
 
 // recentlyRead returns the entry of format and members among those offered
-// to the strict reading, nil if there is none: the long declarations an
-// agent sends every turn are found there without hashing them.
+// to the strict reading, nil if there is none.
 func (d *Declarations) recentlyRead(format string, members []string) *declEntry {
 	if len(members) == 0 || len(members[0]) < MinKnownTools {
 		return nil
@@ -215,7 +242,7 @@ func (d *Declarations) forget(e *declEntry) {
 // KnownValue is what the strict reading of a request of format asks for
 // the values it need not read again (see wire.KnownValue): tools that are,
 // byte for byte, those of one of the last RecentTools declarations of
-// format read strictly (Read with strict set), compared in full. Bytes read
+// format that Read checked, compared in full. Bytes read
 // strictly once read the same again, as the same member of the same
 // format. nil for a nil d.
 func (d *Declarations) KnownValue(format string) wire.KnownValue {

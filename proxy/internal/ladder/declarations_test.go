@@ -8,13 +8,17 @@ import (
 	"unsafe"
 )
 
-// reading counts the reads of declarations that Declarations.Read asks for,
-// and reads members as one tool per name.
-type reading struct{ n int }
+// reading counts the reads of declarations that Declarations.Read asks for
+// (n, and checks those without their tools), and reads members as one tool
+// per name.
+type reading struct{ n, checks int }
 
-func (r *reading) read(members ...string) func() (Declared, error) {
-	return func() (Declared, error) {
+func (r *reading) read(members ...string) func(tools bool) (Declared, error) {
+	return func(tools bool) (Declared, error) {
 		r.n++
+		if !tools {
+			r.checks++
+		}
 		ts := &Tools{}
 		for _, m := range members {
 			if m == "refused" {
@@ -30,11 +34,11 @@ func (r *reading) read(members ...string) func() (Declared, error) {
 func TestDeclarationsRemember(t *testing.T) {
 	d := NewDeclarations()
 	var r reading
-	first, err := d.Read("chat", []string{"clickclick", ""}, false, r.read("clickclick"))
+	first, err := d.Read("chat", []string{"clickclick", ""}, r.read("clickclick"))
 	if err != nil || first.Tools.Len() != 1 || r.n != 1 {
 		t.Fatalf("first read: %v, %d tools, %d reads", err, first.Tools.Len(), r.n)
 	}
-	again, err := d.Read("chat", []string{"clickclick", ""}, false, r.read("clickclick"))
+	again, err := d.Read("chat", []string{"clickclick", ""}, r.read("clickclick"))
 	if err != nil || again.Tools != first.Tools || r.n != 1 {
 		t.Fatalf("the same declarations again: %v, read %d times, the same tools %v", err, r.n, again.Tools == first.Tools)
 	}
@@ -49,7 +53,7 @@ func TestDeclarationsRemember(t *testing.T) {
 		{"chat", []string{"clickclick"}},          // without the empty member
 	} {
 		before := r.n
-		if _, err := d.Read(other.format, other.members, false, r.read(other.members...)); err != nil || r.n != before+1 {
+		if _, err := d.Read(other.format, other.members, r.read(other.members...)); err != nil || r.n != before+1 {
 			t.Errorf("%s %q: %v, read %d times, want once", other.format, other.members, err, r.n-before)
 		}
 	}
@@ -58,7 +62,7 @@ func TestDeclarationsRemember(t *testing.T) {
 	// again.
 	for i := range 2 {
 		before := r.n
-		if _, err := d.Read("chat", []string{"refused"}, false, r.read("refused")); err == nil || r.n != before+1 {
+		if _, err := d.Read("chat", []string{"refused"}, r.read("refused")); err == nil || r.n != before+1 {
 			t.Errorf("refused declarations, time %d: %v, read %d times, want once", i+1, err, r.n-before)
 		}
 	}
@@ -67,7 +71,7 @@ func TestDeclarationsRemember(t *testing.T) {
 	// is reused once the request is done.
 	buf := []byte("typetypetypetype")
 	inPlace := unsafe.String(unsafe.SliceData(buf), len(buf))
-	got, _ := d.Read("chat", []string{inPlace}, false, r.read(inPlace))
+	got, _ := d.Read("chat", []string{inPlace}, r.read(inPlace))
 	copy(buf, "XXXXXXXXXXXXXXXX")
 	if got.Tools.Names[0] != "typetype" || got.Tools.Lookup("typetype") == nil {
 		t.Errorf("a remembered name changed with the request's buffer: %q", got.Tools.Names)
@@ -79,33 +83,44 @@ func TestDeclarationsAreBounded(t *testing.T) {
 	var r reading
 	for i := range DeclarationsEntries + 10 {
 		name := strings.Repeat("a", i%7+1) + string(rune('0'+i%10)) + strings.Repeat("b", i/10)
-		d.Read("chat", []string{name + name}, false, r.read(name+name))
+		d.Read("chat", []string{name + name}, r.read(name+name))
 	}
 	if d.Len() != DeclarationsEntries {
 		t.Errorf("%d declarations remembered, want at most %d", d.Len(), DeclarationsEntries)
 	}
 	// Declarations too large are read every time, and not held.
 	d = NewDeclarations()
-	big := strings.Repeat("x", DeclarationsBytes/2)
+	big := strings.Repeat("x", MaxDeclarationBytes/2)
 	for range 2 {
-		d.Read("chat", []string{big}, false, r.read(big))
+		d.Read("chat", []string{big}, r.read(big))
 	}
 	if d.Len() != 0 {
 		t.Errorf("declarations of %d bytes remembered", len(big))
 	}
-	// The bytes held stay under the bound: the oldest are forgotten.
-	// Each entry weighs a little more than a tenth of the bound: m's
-	// bytes, and its name (half of m) twice, in the names and as a key.
-	half := strings.Repeat("y", DeclarationsBytes/40)
-	for i := range 12 {
-		m := half + string(rune('a'+i)) + half + string(rune('a'+i))
-		d.Read("chat", []string{m}, false, r.read(m))
+	// Declarations whose bytes alone are too large are only checked: their
+	// tools are read when the request is opened.
+	r = reading{}
+	huge := strings.Repeat("x", MaxDeclarationBytes)
+	if _, err := d.Read("chat", []string{huge}, r.read(huge)); err != nil || r.checks != 1 || d.Len() != 0 {
+		t.Errorf("declarations of %d bytes: %v, %d checks without tools, %d remembered", len(huge), err, r.checks, d.Len())
+	}
+	if _, ok := d.Lookup("chat", []string{huge}); ok {
+		t.Errorf("declarations of %d bytes found", len(huge))
+	}
+	// The bytes held stay under the bound: the oldest are forgotten. Each
+	// entry weighs 2L+193 bytes, just under MaxDeclarationBytes: m's L
+	// bytes, its name (half of m) twice, in the names and as a key, and
+	// what the entry and its tool hold besides.
+	l := MaxDeclarationBytes/2 - 1024
+	for i := range 40 {
+		m := fmt.Sprintf("%0*d", l, i)
+		d.Read("chat", []string{m}, r.read(m))
 		if b := d.bytes.Load(); b > DeclarationsBytes {
 			t.Fatalf("%d bytes held, bound %d", b, DeclarationsBytes)
 		}
 	}
-	if d.Len() != 9 {
-		t.Errorf("%d declarations of a tenth of the bound remembered, want 9", d.Len())
+	if want := DeclarationsBytes / (2*l + 193); d.Len() != want {
+		t.Errorf("%d declarations of %d bytes remembered, want %d", d.Len(), 2*l+193, want)
 	}
 }
 
@@ -113,10 +128,13 @@ func TestNilDeclarationsRead(t *testing.T) {
 	var d *Declarations
 	var r reading
 	for range 2 {
-		d.Read("chat", []string{"aa"}, false, r.read("aa"))
+		d.Read("chat", []string{"aa"}, r.read("aa"))
 	}
-	if r.n != 2 {
-		t.Errorf("a nil cache read the declarations %d times, want 2", r.n)
+	if r.n != 2 || r.checks != 2 {
+		t.Errorf("a nil cache read the declarations %d times, %d without their tools, want 2 and 2", r.n, r.checks)
+	}
+	if _, ok := d.Lookup("chat", []string{"aa"}); ok {
+		t.Errorf("a nil cache found declarations")
 	}
 }
 
@@ -125,7 +143,7 @@ func TestNilDeclarationsRead(t *testing.T) {
 func TestDeclarationsCompareTheBytes(t *testing.T) {
 	d := NewDeclarations()
 	var r reading
-	other, _ := r.read("yyyy")()
+	other, _ := r.read("yyyy")(true)
 	for _, e := range []*declEntry{
 		{format: "chat", members: []string{"yyyy"}, d: other},
 		{format: "responses", members: []string{"xxxx"}, d: other},
@@ -133,13 +151,13 @@ func TestDeclarationsCompareTheBytes(t *testing.T) {
 	} {
 		d.lru.Add(d.hash("chat", []string{"xxxx"}), e)
 		r.n = 0
-		got, err := d.Read("chat", []string{"xxxx"}, false, r.read("xxxx"))
+		got, err := d.Read("chat", []string{"xxxx"}, r.read("xxxx"))
 		if err != nil || r.n != 1 || got.Tools.Lookup("xx") == nil {
 			t.Errorf("an entry of %s %q under the hash of chat [\"xxxx\"]: read %d times, tools %q", e.format, e.members, r.n, got.Tools.Names)
 		}
 	}
 	r.n = 0
-	if got, _ := d.Read("chat", []string{"xxxx"}, false, r.read("xxxx")); r.n != 0 || got.Tools.Lookup("xx") == nil {
+	if got, _ := d.Read("chat", []string{"xxxx"}, r.read("xxxx")); r.n != 0 || got.Tools.Lookup("xx") == nil {
 		t.Errorf("the entry that replaced it: read %d times, tools %q", r.n, got.Tools.Names)
 	}
 }
@@ -156,23 +174,25 @@ func TestDeclarationsKnownValue(t *testing.T) {
 	offered := func(format, name string, body []byte) bool {
 		return d.KnownValue(format)(name, body, at) == len(tools)
 	}
-	d.Read("chat", []string{tools, ""}, false, r.read(tools))
 	if offered("chat", "tools", body) {
-		t.Errorf("tools read, but not strictly, are offered")
+		t.Errorf("tools offered before they were read")
 	}
-	d.Read("chat", []string{tools, ""}, true, r.read(tools))
-	if r.n != 1 {
-		t.Errorf("read %d times, want once", r.n)
+	if _, ok := d.Lookup("chat", []string{tools, ""}); ok {
+		t.Errorf("tools found before they were read")
 	}
+	d.Read("chat", []string{tools, ""}, r.read(tools))
 	if !offered("chat", "tools", body) {
 		t.Errorf("tools read strictly are not offered")
 	}
 	// Found among those offered, without hashing them: still the same.
-	got, err := d.Read("chat", []string{tools, ""}, false, r.read(tools))
+	got, err := d.Read("chat", []string{tools, ""}, r.read(tools))
 	if err != nil || r.n != 1 || got.Tools.Names[0] != tools[:len(tools)/2] {
 		t.Errorf("tools offered, read again: %v, read %d times, tools %.20q", err, r.n, got.Tools.Names)
 	}
-	if _, err := d.Read("chat", []string{tools, "x"}, false, r.read(tools, "x")); err != nil || r.n != 2 {
+	if looked, ok := d.Lookup("chat", []string{tools, ""}); !ok || looked.Tools != got.Tools {
+		t.Errorf("tools offered, looked up: %v", ok)
+	}
+	if _, err := d.Read("chat", []string{tools, "x"}, r.read(tools, "x")); err != nil || r.n != 2 {
 		t.Errorf("other members after tools offered: %v, read %d times, want twice", err, r.n)
 	}
 	changed := []byte(string(body))
@@ -191,13 +211,13 @@ func TestDeclarationsKnownValue(t *testing.T) {
 		}
 	}
 	short := "[" + strings.Repeat("s", MinKnownTools-3) + "]"
-	d.Read("chat", []string{short}, true, r.read(short))
+	d.Read("chat", []string{short}, r.read(short))
 	if d.KnownValue("chat")("tools", []byte(short), 0) != 0 {
 		t.Errorf("tools shorter than %d bytes are offered", MinKnownTools)
 	}
 	for i := range DeclarationsEntries {
 		m := fmt.Sprintf("%d%d", i, i)
-		d.Read("chat", []string{m}, false, r.read(m))
+		d.Read("chat", []string{m}, r.read(m))
 	}
 	if offered("chat", "tools", body) {
 		t.Errorf("tools the cache forgot are offered")

@@ -61,7 +61,7 @@ func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Me
 	if err != nil {
 		return nil, err
 	}
-	if _, err := declared(m, d, true); err != nil {
+	if _, err := declared(m, d); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -81,15 +81,24 @@ type tool struct{ namespace, name string }
 // inspected.
 //
 // d, if not nil, remembers declarations read before (see
-// ladder.Declarations): they are not walked again. strict says the request
-// was read strictly.
-func declared(m *wire.Members, d *ladder.Declarations, strict bool) (*ladder.Tools, error) {
+// ladder.Declarations): they are not walked again.
+func declared(m *wire.Members, d *ladder.Declarations) (*ladder.Tools, error) {
 	tools := m.Get("tools")
-	decl, err := d.Read("responses", []string{tools.Raw}, strict, func() (ladder.Declared, error) {
+	decl, err := d.Read("responses", []string{tools.Raw}, func(bool) (ladder.Declared, error) {
 		ts, err := readTools(tools)
 		return ladder.Declared{Tools: ts}, err
 	})
 	return decl.Tools, err
+}
+
+// opened is the tools of a request that declared accepted: those d
+// remembers, or read again.
+func opened(m *wire.Members, d *ladder.Declarations) (*ladder.Tools, error) {
+	tools := m.Get("tools")
+	if decl, ok := d.Lookup("responses", []string{tools.Raw}); ok {
+		return decl.Tools, nil
+	}
+	return readTools(tools)
 }
 
 // readTools reads the function tools of tools, a request's member, or
@@ -188,7 +197,7 @@ type Request struct {
 //
 // m is where the body's members are (see Read).
 func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
-	ts, err := declared(m, d, false)
+	ts, err := opened(m, d)
 	if err != nil {
 		return nil
 	}
