@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
@@ -156,6 +157,26 @@ func (d *Declarations) Lookup(format string, members []string) (_ Declared, ok b
 		return e.d, true
 	}
 	return Declared{}, false
+}
+
+// ReadTools is Read for a format whose declarations are its member tools,
+// checked and read in one walk (read's, which refuses them with its
+// error).
+func (d *Declarations) ReadTools(format string, tools gjson.Result, read func(gjson.Result) (*Tools, error)) (*Tools, error) {
+	decl, err := d.Read(format, []string{tools.Raw}, func(bool) (Declared, error) {
+		ts, err := read(tools)
+		return Declared{Tools: ts}, err
+	})
+	return decl.Tools, err
+}
+
+// OpenTools is Lookup for such a format: the tools of declarations that
+// ReadTools checked, remembered or read again.
+func (d *Declarations) OpenTools(format string, tools gjson.Result, read func(gjson.Result) (*Tools, error)) (*Tools, error) {
+	if decl, ok := d.Lookup(format, []string{tools.Raw}); ok {
+		return decl.Tools, nil
+	}
+	return read(tools)
 }
 
 // lookup returns the entry of format and members, nil if there is none.

@@ -81,7 +81,7 @@ func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Me
 	if err != nil {
 		return nil, err
 	}
-	if _, err := declared(m, d); err != nil {
+	if _, err := d.ReadTools("messages", m.Get("tools"), readTools); err != nil {
 		return nil, err
 	}
 	// The messages of a prefix read before (m.Known) passed this check
@@ -138,34 +138,10 @@ func custom(t gjson.Result) bool {
 	return !typ.Exists() || typ.Type == gjson.Null || (typ.Type == gjson.String && typ.Str == "custom")
 }
 
-// declared reads the custom tools of a request, refusing declarations that
+// readTools reads the custom tools of a request, refusing declarations that
 // toolguard could read differently from the upstream or the client: tools
 // that is not an array of objects, a tool without a non-empty string
 // name, an input_schema that is not a schema, two tools of one name.
-//
-// d, if not nil, remembers declarations read before (see
-// ladder.Declarations): they are not walked again.
-func declared(m *wire.Members, d *ladder.Declarations) (*ladder.Tools, error) {
-	tools := m.Get("tools")
-	decl, err := d.Read("messages", []string{tools.Raw}, func(bool) (ladder.Declared, error) {
-		ts, err := readTools(tools)
-		return ladder.Declared{Tools: ts}, err
-	})
-	return decl.Tools, err
-}
-
-// opened is the tools of a request that declared accepted: those d
-// remembers, or read again.
-func opened(m *wire.Members, d *ladder.Declarations) (*ladder.Tools, error) {
-	tools := m.Get("tools")
-	if decl, ok := d.Lookup("messages", []string{tools.Raw}); ok {
-		return decl.Tools, nil
-	}
-	return readTools(tools)
-}
-
-// readTools reads the function tools of tools, a request's member, or
-// refuses them (see declared).
 func readTools(tools gjson.Result) (*ladder.Tools, error) {
 	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
 	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
@@ -225,7 +201,7 @@ type Request struct {
 //
 // m is where the body's members are (see Read).
 func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
-	ts, err := opened(m, d)
+	ts, err := d.OpenTools("messages", m.Get("tools"), readTools)
 	if err != nil || ts.Len() == 0 {
 		return nil
 	}

@@ -61,7 +61,7 @@ func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Me
 	if err != nil {
 		return nil, err
 	}
-	if _, err := declared(m, d); err != nil {
+	if _, err := d.ReadTools("responses", m.Get("tools"), readTools); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -71,7 +71,7 @@ func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Me
 // "namespace.name" for a function of a namespace.
 type tool struct{ namespace, name string }
 
-// declared reads the function tools of a request, refusing declarations
+// readTools reads the function tools of a request, refusing declarations
 // that toolguard could read differently from the upstream or the client:
 // tools that is not an array of objects, an entry without a type, a
 // function without a non-empty string name or whose parameters are not a
@@ -79,30 +79,6 @@ type tool struct{ namespace, name string }
 // against the first, a client that keys its tools by name runs the last).
 // Entries of other types (built-in tools, custom tools, MCP) are not
 // inspected.
-//
-// d, if not nil, remembers declarations read before (see
-// ladder.Declarations): they are not walked again.
-func declared(m *wire.Members, d *ladder.Declarations) (*ladder.Tools, error) {
-	tools := m.Get("tools")
-	decl, err := d.Read("responses", []string{tools.Raw}, func(bool) (ladder.Declared, error) {
-		ts, err := readTools(tools)
-		return ladder.Declared{Tools: ts}, err
-	})
-	return decl.Tools, err
-}
-
-// opened is the tools of a request that declared accepted: those d
-// remembers, or read again.
-func opened(m *wire.Members, d *ladder.Declarations) (*ladder.Tools, error) {
-	tools := m.Get("tools")
-	if decl, ok := d.Lookup("responses", []string{tools.Raw}); ok {
-		return decl.Tools, nil
-	}
-	return readTools(tools)
-}
-
-// readTools reads the function tools of tools, a request's member, or
-// refuses them (see declared).
 func readTools(tools gjson.Result) (*ladder.Tools, error) {
 	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
 	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
@@ -197,7 +173,7 @@ type Request struct {
 //
 // m is where the body's members are (see Read).
 func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
-	ts, err := opened(m, d)
+	ts, err := d.OpenTools("responses", m.Get("tools"), readTools)
 	if err != nil {
 		return nil
 	}
