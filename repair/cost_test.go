@@ -35,6 +35,8 @@ var costKinds = []struct {
 	{"prose-around", func(n int) string {
 		return "Here you go: " + repeatMembers(n, `"k%d":[1 2],`, `"z":1}`) + " Hope that helps."
 	}},
+	{"quote-dense", func(n int) string { return "[" + strings.Repeat("'a", n/2) + "+0," }},
+	{"nested", func(n int) string { return "[" + strings.Repeat("[0(", n/3) + "+0," }},
 	{"double-encoded", func(n int) string {
 		b, _ := json.Marshal(repeatMembers(n, `'k%d':1,`, `'z':1}`))
 		return string(b)
@@ -95,7 +97,8 @@ func TestSyntaxCostIsLinear(t *testing.T) {
 // another on one Quota, are repaired until its work is spent, then refused;
 // each alone is repaired.
 func TestQuotaBoundsARequestsRepairs(t *testing.T) {
-	raw := quoteJSON(t, `{"selector":"a","x":[`+strings.Repeat("1 ", 1000)+`1]}`)
+	text := `{"selector":"a","x":[` + strings.Repeat("1 ", 1000) + `1]}`
+	raw := quoteJSON(t, text)
 	q := NewQuota()
 	repaired := 0
 	for range 200 {
@@ -103,7 +106,7 @@ func TestQuotaBoundsARequestsRepairs(t *testing.T) {
 			repaired++
 		}
 	}
-	if want := int(QuotaWork / ((len(raw) - 2) * (len(raw) - 2))); repaired != want {
+	if want := int(QuotaWork / repairWork([]byte(text))); repaired != want || want < 10 {
 		t.Errorf("%d of 200 calls of %d bytes repaired on one quota, want %d", repaired, len(raw), want)
 	}
 	if _, _, err := SyntaxWithin(raw, NewQuota()); err != nil {
@@ -115,17 +118,55 @@ func TestQuotaBoundsARequestsRepairs(t *testing.T) {
 	}
 }
 
+// TestCostlyShapesAreNotRepaired: the shapes that cost the repairer more
+// than the square of their length (quotes, deep brackets) are refused
+// before it runs, even without a Quota, when their work is over a Quota's;
+// the same length of another shape is repaired.
+func TestCostlyShapesAreNotRepaired(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		text string
+		want string // in the error; "" to be repaired
+	}{
+		// 4 KB of it took 6.4 s and allocated 21 GB.
+		{"quotes", "[" + strings.Repeat("'a", 2<<10) + "+0,", "too costly"},
+		{"nested", "[" + strings.Repeat("{", maxNesting) + "+0,", "nest deeper"},
+		{"same length, no quotes", `{"x":[` + strings.Repeat("1 ", 2<<10) + "1]}", ""},
+		{"single quotes", `{'a':'b','c':[` + strings.Repeat("1,", 300) + "1],}", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			cost := allocated(func() { _, _, err = Syntax(quoteJSON(t, tt.text)) })
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("not repaired: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("got %v, want an error with %q", err, tt.want)
+			}
+			if limit := uint64(3*min(repairWork([]byte(tt.text)), QuotaWork)) + 64<<10; cost > limit && !raceEnabled {
+				t.Errorf("allocated %d bytes, over %d", cost, limit)
+			}
+		})
+	}
+}
+
 // FuzzSyntaxCost fails when mending a text allocates more than a bound per
-// byte of it: linear, plus, within the repairer's bound of maxRepairBytes,
-// the square of what the repairer is handed (what it copies as it moves
-// commas). A shape that escapes the bound, or costs more than the square
-// within it, fails.
+// byte of it: linear, plus 3 bytes for each unit of work the repairer was
+// charged on the text's Quota (see repairWork), which is at most QuotaWork.
+// A shape that costs more than it is charged fails: nesting 45 deep cost
+// 4.6 bytes a unit when only the square of the length was charged.
 func FuzzSyntaxCost(f *testing.F) {
 	for _, k := range costKinds {
 		f.Add(k.give(256))
+		f.Add(k.give(2 << 10))
 	}
 	// Past the repairer's bound: quadratic, it allocated 1.3 GB.
 	f.Add(costKinds[0].give(32 << 10))
+	f.Add("[" + strings.Repeat("'a", 300) + "+0,")
+	f.Add("[" + strings.Repeat("'a\n", 200) + "+0,")
+	f.Add("[" + strings.Repeat("[", 62) + "+0,")
+	f.Add("[" + strings.Repeat("[0(0", 43) + "[0(+00,")
+	f.Add(strings.Repeat("[]", 75) + "00")
 	for _, tt := range syntaxCases {
 		f.Add(tt.give)
 	}
@@ -136,9 +177,46 @@ func FuzzSyntaxCost(f *testing.F) {
 		}
 		n := uint64(len(raw))
 		Syntax(raw) // warm up
-		got := allocated(func() { SyntaxWithin(raw, NewQuota()) })
-		if bound := 64*n + 2*min(n, maxRepairBytes)*n + 64<<10; got > bound && !raceEnabled {
-			t.Fatalf("mending %d bytes allocated %d, over %d (%d a byte): %.200q", n, got, bound, got/n, text)
+		q := NewQuota()
+		got := allocated(func() { SyntaxWithin(raw, q) })
+		charged := uint64(QuotaWork - q.left)
+		if bound := 64*n + 3*charged + 64<<10; got > bound && !raceEnabled {
+			t.Fatalf("mending %d bytes allocated %d, over %d (%d charged): %.200q", n, got, bound, charged, text)
 		}
 	})
+}
+
+// BenchmarkQuota spends one Quota on calls of the costliest shapes
+// measured, each sent until the Quota refuses it: what one request's JSON
+// repair can cost at most.
+//
+//	go test -run '^$' -bench Quota -benchmem ./repair
+func BenchmarkQuota(b *testing.B) {
+	for _, k := range []struct{ name, text string }{
+		{"nested-100B", "[" + strings.Repeat("[0(", 32) + "+0,"},
+		{"nested-250B", "[" + strings.Repeat("[0(0", 60) + "+0,"},
+		{"brackets-1.5KB", "[" + strings.Repeat("a[]", 500) + "+0,"},
+		{"quotes-800B", "[" + strings.Repeat("'a\n", 200) + "+0,"},
+		{"commas-8KB", `{"x":[` + strings.Repeat("1 ", 4000) + "1]}"},
+		{"tiny", "{'a':1,}"},
+	} {
+		raw, err := json.Marshal(k.text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(k.name, func(b *testing.B) {
+			b.ReportAllocs()
+			calls := 0
+			for b.Loop() {
+				q := NewQuota()
+				for {
+					calls++
+					if _, _, err := SyntaxWithin(raw, q); err != nil && strings.Contains(err.Error(), "spent") {
+						break
+					}
+				}
+			}
+			b.ReportMetric(float64(calls)/float64(b.N), "calls/op")
+		})
+	}
 }

@@ -50,10 +50,11 @@
 //     tool's schema, written as compact JSON without HTML escaping (edited
 //     objects have their keys sorted); mending it again changes nothing.
 //   - Work is bounded: arguments over MaxInput bytes are only checked, the
-//     syntax step peels at most a few layers, brackets nest at most 512 deep
+//     syntax step peels at most a few layers, brackets nest at most 64 deep
 //     for the repairer, the repairer (whose work grows with the square of
-//     its input) is handed at most 8 KiB at a time and, on a Quota, (8 KiB)²
-//     of squared lengths per request, and the schema-guided step runs a bounded number of
-//     rounds; text calls are read from at most 1 MiB of text, 64 calls, in
+//     its input, and with the cube of text dense with quotes) is handed at
+//     most 8 KiB at a time, each text charged its work and a request's
+//     texts at most a Quota's (about 8 KiB squared, at most 4,096 texts),
+//     and the schema-guided step runs a bounded number of rounds; text calls are read from at most 1 MiB of text, 64 calls, in
 //     about linear time. No input makes a function of this package panic.
 package repair

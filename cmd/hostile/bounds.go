@@ -56,6 +56,34 @@ func boundCases() []hostileCase {
 			reply: jsonReply(`{"choices":[]}`),
 		},
 		{
+			// Text dense with quotes: the repairer reads a string that never
+			// ends again from each quote in it, and its work grew with the
+			// cube of the text (4.8 KB took 6.4 s and allocated 21 GB).
+			name:    "repair: a 4 KB call dense with quotes",
+			request: clickRequest,
+			reply:   callReply("click", "["+strings.Repeat("'a", 2<<10)+"+0,"),
+		},
+		{
+			// Brackets nested hundreds deep: the repairer copies all it has
+			// written as it closes each, ten bytes for each unit of work.
+			name:    "repair: 500 choices of calls nested 400 deep",
+			request: clickRequest,
+			reply: func(w http.ResponseWriter, r *http.Request, n int) {
+				args := strconv.Quote("[" + strings.Repeat("{", 400) + "+0,")
+				var b strings.Builder
+				b.WriteString(`{"choices":[`)
+				for i := range 500 {
+					if i > 0 {
+						b.WriteString(",")
+					}
+					b.WriteString(`{"index":` + strconv.Itoa(i) + `,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"click","arguments":` +
+						args + `}}]},"finish_reason":"tool_calls"}`)
+				}
+				b.WriteString(`]}`)
+				jsonReply(b.String())(w, r, n)
+			},
+		},
+		{
 			// An invalid call on the Responses API under a prefix that
 			// Azure and LiteLLM serve it at.
 			name: "responses: an invalid call at /v1/openai/v1/responses",
