@@ -221,3 +221,34 @@ func BenchmarkQuota(b *testing.B) {
 		})
 	}
 }
+
+// TestControlCharactersAreEscapedAtAnySize: arguments whose only fault is
+// raw line breaks and tabs in their strings (code written as it is) are
+// mended in linear time at any size within MaxInput, however many quotes
+// they have, to the strings they spell; small ones as the repairer mends
+// them.
+func TestControlCharactersAreEscapedAtAnySize(t *testing.T) {
+	for _, n := range []int{100, 2 << 10, 64 << 10} {
+		code := strings.Repeat("\tprint('hello, \"world\"')\n", n/25)
+		text := `{"path":"a.py","content":"` + strings.ReplaceAll(code, `"`, `\"`) + `"}`
+		var out []byte
+		var err error
+		cost := allocated(func() { out, _, err = Syntax(quoteJSON(t, text)) })
+		if err != nil {
+			t.Fatalf("%d bytes: %v", len(text), err)
+		}
+		var got struct{ Path, Content string }
+		if err := json.Unmarshal(out, &got); err != nil || got.Content != code || got.Path != "a.py" {
+			t.Fatalf("%d bytes: mended to %.200s (%v)", len(text), out, err)
+		}
+		if per := cost / uint64(len(text)); per > 64 && !raceEnabled {
+			t.Errorf("%d bytes: allocated %d a byte", len(text), per)
+		}
+		if len(text) < 1<<10 {
+			repaired, err := safeRepair(text)
+			if err != nil || !sameJSON(t, []byte(repaired), out) {
+				t.Errorf("the repairer mends it to %s (%v), the escaping to %s", repaired, err, out)
+			}
+		}
+	}
+}

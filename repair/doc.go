@@ -54,7 +54,9 @@
 //     for the repairer, the repairer (whose work grows with the square of
 //     its input, and with the cube of text dense with quotes) is handed at
 //     most 8 KiB at a time, each text charged its work and a request's
-//     texts at most a Quota's (about 8 KiB squared, at most 4,096 texts),
+//     texts at most a Quota's (about 8 KiB squared, at most 4,096 texts;
+//     raw control characters in strings, when they are the only fault, are
+//     escaped without it),
 //     and the schema-guided step runs a bounded number of rounds; text calls are read from at most 1 MiB of text, 64 calls, in
 //     about linear time. No input makes a function of this package panic.
 package repair

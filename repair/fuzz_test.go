@@ -59,6 +59,9 @@ func FuzzSyntax(f *testing.F) {
 	for _, tt := range argumentsCases {
 		f.Add([]byte(tt.give))
 	}
+	// Raw control characters in strings, the only fault, and beside others.
+	f.Add([]byte(`"{\"a\":\"x\ny\tz\u0001\\\\\"}"`))
+	f.Add([]byte(`"{\"a\":\"x\ny\", 'b': 1,}"`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		got, _, err := Syntax(raw)
 		if err != nil {
