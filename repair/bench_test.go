@@ -62,6 +62,29 @@ func BenchmarkTextCallsPlainText(b *testing.B) {
 	}
 }
 
+// BenchmarkTextCallsMarkupAndBrackets: content with many '<' and '['
+// (markup, links, or a hostile reply's 1 MiB of them) is compared with the
+// markers that start with its first two bytes only.
+//
+//	go test -run '^$' -bench TextCallsMarkup ./repair
+func BenchmarkTextCallsMarkupAndBrackets(b *testing.B) {
+	prose := strings.Repeat("The weather in Paris is <b>mild</b> today; see [the forecast](https://x.test/a) and `code`. ", 200)
+	for _, c := range []struct{ name, text string }{
+		{"prose-18KB", prose},
+		{"lt-1MiB", strings.Repeat("<", maxTextScan)},
+		{"bracket-1MiB", strings.Repeat("[", maxTextScan)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				TextCalls(c.text, textTools, allTextFormats)
+				TextCallHold(c.text, textTools, allTextFormats)
+			}
+		})
+	}
+}
+
 func BenchmarkTextCallsHermes(b *testing.B) {
 	text := "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n</tool_call>"
 	b.ReportAllocs()

@@ -77,13 +77,49 @@ var maxMarker = func() int {
 	return n
 }()
 
-func markerAt(t string, i int) *textMarker {
+// markersByPair lists, by their first and second bytes, the markers that
+// start with them, in textMarkers' order: a text of many '<' or '[' that
+// start none costs two lookups each, not a comparison with every marker.
+var markersByPair = func() (m [256]*[256][]*textMarker) {
 	for k := range textMarkers {
-		if strings.HasPrefix(t[i:], textMarkers[k].token) {
-			return &textMarkers[k]
+		t := textMarkers[k].token
+		if m[t[0]] == nil {
+			m[t[0]] = new([256][]*textMarker)
+		}
+		m[t[0]][t[1]] = append(m[t[0]][t[1]], &textMarkers[k])
+	}
+	return m
+}()
+
+func markerAt(t string, i int) *textMarker {
+	if i+1 >= len(t) || markersByPair[t[i]] == nil {
+		return nil // every marker is longer than a byte
+	}
+	for _, m := range markersByPair[t[i]][t[i+1]] {
+		if strings.HasPrefix(t[i:], m.token) {
+			return m
 		}
 	}
 	return nil
+}
+
+// walkStops are the bytes the walker stops at: a marker's, a code span's
+// or a <think> block's first.
+var walkStops = func() (set [256]bool) {
+	for _, c := range []byte("<[`") {
+		set[c] = true
+	}
+	return set
+}()
+
+// nextStop returns the index of the first byte of t in walkStops, or -1.
+func nextStop(t string) int {
+	for i := 0; i < len(t); i++ {
+		if walkStops[t[i]] {
+			return i
+		}
+	}
+	return -1
 }
 
 // walker moves through a text past what is quoted there (inline code, code
@@ -172,7 +208,7 @@ func (w *walker) anyStart(f TextFormats) bool {
 func (w *walker) next() (int, *textMarker) {
 	t := w.text
 	for w.i < len(t) {
-		j := strings.IndexAny(t[w.i:], "<[`")
+		j := nextStop(t[w.i:])
 		if j < 0 {
 			w.i = len(t)
 			break
