@@ -124,6 +124,42 @@ func TestPatternProgramSize(t *testing.T) {
 	}
 }
 
+// TestRegexFormatCostsSteps: where the format "regex" is asserted, the
+// validator compiles the string, about 1 µs a byte: a megabyte of it goes
+// over the budget instead of costing a second; a real one costs little;
+// where the format is an annotation it costs nothing.
+func TestRegexFormatCostsSteps(t *testing.T) {
+	long := map[string]any{"s": strings.Repeat("a.", 1<<19)}
+	for _, tt := range []struct {
+		name, schema string
+		charged      bool
+	}{
+		{"no $schema", `{"type":"object","properties":{"s":{"type":"string","format":"regex"}}}`, true},
+		{"draft-07", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"s":{"format":"regex"}}}`, true},
+		{"2020-12", `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"s":{"format":"regex"}}}`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Compile([]byte(tt.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.cost(long, MaxSteps)
+			if got := errors.Is(err, ErrOverBudget); got != tt.charged {
+				t.Errorf("a 1 MB regex: over the budget %v, want %v", got, tt.charged)
+			}
+			if steps, err := s.cost(map[string]any{"s": "^[a-z]+$"}, MaxSteps); err != nil || steps > 100 {
+				t.Errorf("a short regex cost %d steps (%v)", steps, err)
+			}
+			if tt.charged {
+				errs := s.Validate(long)
+				if len(errs) != 1 || !strings.Contains(errs[0].Message, "budget") {
+					t.Errorf("a 1 MB regex validated to %v, want it unchecked", errs)
+				}
+			}
+		})
+	}
+}
+
 // TestErrorsAreBounded: an enum of hundreds of values failing for
 // thousands of properties makes at most MaxErrors errors, none quoting the enum.
 func TestErrorsAreBounded(t *testing.T) {

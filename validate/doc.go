@@ -31,7 +31,9 @@
 //     Steps are calibrated on what the validator costs (BenchmarkStepCost):
 //     bounds and uniqueItems weigh more than a plain visit, and the fast
 //     path's visits a sixteenth of one. A request's Budget is RequestSteps.
-//     Patterns whose program is over MaxPatternInsts do not compile.
+//     Patterns whose program is over MaxPatternInsts do not compile. A string
+//     whose format "regex" is asserted counts two steps a byte: the
+//     validator compiles it.
 //   - At most MaxErrors errors are kept per call, each message bounded; an
 //     enum is described by its size and a few values, never quoted whole.
 //   - The cache is bounded by estimated memory (SetMaxBytes) as well as by

@@ -91,23 +91,35 @@ func draftVersion(url string) int {
 	return 0
 }
 
+// formatIsAnnotation reports whether the validator takes format as an
+// annotation for the schema document doc, and whether it knows: it asserts
+// format unless the schema declares a draft of 2019-09 or later, whose
+// meta-schema makes it an annotation. Without $schema it reads the schema
+// as 2020-12 but with every vocabulary, format assertion included. known
+// is false for a $schema it does not recognise.
+func formatIsAnnotation(doc any) (annotation, known bool) {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return false, true
+	}
+	u, present := m["$schema"]
+	if !present {
+		return false, true
+	}
+	s, _ := u.(string)
+	draft := draftVersion(s)
+	if draft == 0 {
+		return false, false
+	}
+	return draft >= 2019, true
+}
+
 // compileFast returns the fast path of a schema document, or nil when the
 // schema holds anything it does not implement exactly.
 func compileFast(doc any) *fastSchema {
-	// The validator asserts format unless the schema declares a draft of
-	// 2019-09 or later, whose meta-schema makes it an annotation. Without
-	// $schema it reads the schema as 2020-12 but with every vocabulary,
-	// format assertion included.
-	formatAnnotation := false
-	if m, ok := doc.(map[string]any); ok {
-		if u, present := m["$schema"]; present {
-			s, _ := u.(string)
-			draft := draftVersion(s)
-			if draft == 0 {
-				return nil
-			}
-			formatAnnotation = draft >= 2019
-		}
+	formatAnnotation, known := formatIsAnnotation(doc)
+	if !known {
+		return nil
 	}
 	f, ok := fastFrom(doc, formatAnnotation, true)
 	if !ok {
