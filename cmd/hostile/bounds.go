@@ -56,6 +56,24 @@ func boundCases() []hostileCase {
 			reply: jsonReply(`{"choices":[]}`),
 		},
 		{
+			// A string the schema says is a regular expression: the
+			// validator compiles it, about 1 µs a byte, and the work budget
+			// did not count it.
+			name: "schema: 20 calls of a 1 MB string in format regex",
+			request: func() []byte {
+				return []byte(`{"model":"m","messages":[{"role":"user","content":"go"}],"tools":[{"type":"function","function":{"name":"find",` +
+					`"parameters":{"type":"object","properties":{"re":{"type":"string","format":"regex"}},"required":["re"]}}}]}`)
+			},
+			reply: func(w http.ResponseWriter, r *http.Request, n int) {
+				args := strconv.Quote(`{"re":"` + strings.Repeat("a.", 500<<10) + `"}`)
+				var calls []string
+				for i := range 20 {
+					calls = append(calls, `{"id":"c`+strconv.Itoa(i)+`","type":"function","function":{"name":"find","arguments":`+args+`}}`)
+				}
+				jsonReply(`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[`+strings.Join(calls, ",")+`]},"finish_reason":"tool_calls"}]}`)(w, r, n)
+			},
+		},
+		{
 			// Content of nothing but '<': each was compared with every
 			// marker of a call written as text, 120 ns a byte.
 			name:    "text: 30 choices of 1 MB of '<' as content",
