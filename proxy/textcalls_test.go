@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -271,5 +272,40 @@ func TestTextHoldIsBounded(t *testing.T) {
 	// Once the bound is passed, the events go out as they came.
 	if !strings.Contains(string(body), last+last) {
 		t.Errorf("the holding never stopped: no event passes as it came")
+	}
+}
+
+// TestTextHoldIsBoundedOverChoices: the bound on what is read for holds is
+// the stream's, not each choice's: 64 choices of 400 one-byte events that
+// each may start a call would each stay under it, and read 64 times as
+// much. Past it, every choice's content passes as it comes, none lost.
+func TestTextHoldIsBoundedOverChoices(t *testing.T) {
+	const choices, events = 64, 400
+	chunk := func(i int, delta, finish string) string {
+		return `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":` + strconv.Itoa(i) +
+			`,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	var b strings.Builder
+	for range events {
+		for i := range choices {
+			b.WriteString(chunk(i, `{"content":"<"}`, "null"))
+		}
+	}
+	for i := range choices {
+		b.WriteString(chunk(i, `{}`, `"stop"`))
+	}
+	b.WriteString("data: [DONE]\n\n")
+	up := newUpstream(t, reply{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: b.String()})
+	srv, _ := guard(t, up, nil)
+	_, body := post(t, srv, "/v1/chat/completions", clickRequest(`,"stream":true,"n":64`))
+	a := assemble(t, body)
+	for i := range choices {
+		if a.Content[i] != strings.Repeat("<", events) {
+			t.Fatalf("choice %d: content of %d bytes, want %d", i, len(a.Content[i]), events)
+		}
+	}
+	// The last choice's last event went out as it came.
+	if last := chunk(choices-1, `{"content":"<"}`, "null"); !strings.Contains(string(body), last+chunk(0, `{}`, `"stop"`)) {
+		t.Errorf("the holding never stopped: the last choice's last event did not pass as it came")
 	}
 }

@@ -16,6 +16,7 @@
 //     choice and call until the call is complete and checked, and calls
 //     valid as received go out as the upstream's own events.
 //   - What a stream holds is bounded: maxStreamChoices choices,
-//     maxStreamCalls calls per choice, and the content and arguments held
-//     by TOOLGUARD_MAX_RESPONSE_BYTES.
+//     maxStreamCalls calls per choice, the content and arguments held by
+//     TOOLGUARD_MAX_RESPONSE_BYTES, and what is read to decide holds of
+//     text by wire.MaxTextHoldWork over all the stream's choices.
 package chat

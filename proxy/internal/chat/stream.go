@@ -40,6 +40,10 @@ type stream struct {
 	total    int64 // bytes of tool-call arguments and content held
 	// tooManyCalls is set when a choice starts more calls than are held.
 	tooManyCalls bool
+	// holdWork counts the bytes read deciding holds, over every choice
+	// (wire.MaxTextHoldWork): a hundred choices of text each read up to
+	// the bound would cost a hundred times it.
+	holdWork int
 }
 
 var _ wire.Events = (*stream)(nil)

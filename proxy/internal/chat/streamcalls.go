@@ -56,7 +56,6 @@ type streamChoice struct {
 	holding   bool
 	holdSince time.Time
 	converted bool // calls were read from the content
-	holdWork  int  // bytes read deciding holds (wire.MaxTextHoldWork)
 }
 
 type heldEvent struct {

@@ -25,8 +25,8 @@ import (
 // a chunk of toolguard's).
 func (r *stream) textHold(sc *streamChoice) bool {
 	content := sc.content
-	sc.holdWork += len(content)
-	if len(sc.order) > 0 || len(content) > wire.MaxTextScanned || sc.holdWork > wire.MaxTextHoldWork {
+	r.holdWork += len(content)
+	if len(sc.order) > 0 || len(content) > wire.MaxTextScanned || r.holdWork > wire.MaxTextHoldWork {
 		// Real calls, or too much text to read: the text passes.
 		return r.releaseText(sc)
 	}

@@ -13,8 +13,9 @@ const (
 	// passes as it comes.
 	MaxTextScanned = 256 << 10
 	// MaxTextHoldWork bounds the bytes read for holds over all of one
-	// text's events: each event's hold is decided on the text so far, and
-	// a stream of a million one-byte events would otherwise read its text
-	// a million times. Past it, the text passes as it comes.
+	// stream's events, every choice's together: each event's hold is
+	// decided on the text so far, and a stream of a million one-byte
+	// events would otherwise read its text a million times. Past it, the
+	// text passes as it comes.
 	MaxTextHoldWork = 1 << 20
 )
