@@ -56,6 +56,32 @@ func boundCases() []hostileCase {
 			reply: jsonReply(`{"choices":[]}`),
 		},
 		{
+			// 100 choices streaming text that may start a call: what is read
+			// to decide holds was bounded for each choice, not the stream.
+			name: "stream: 100 choices of '<' in 200 events of 64 bytes each",
+			request: func() []byte {
+				return []byte(`{"model":"m","stream":true,"n":100,"messages":[{"role":"user","content":"Click the button."}],"tools":` + clickTools + `}`)
+			},
+			reply: func(w http.ResponseWriter, r *http.Request, n int) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				event := func(i int, delta, finish string) string {
+					return `data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":` + strconv.Itoa(i) +
+						`,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+				}
+				var b strings.Builder
+				for range 200 {
+					for i := range 100 {
+						b.WriteString(event(i, `{"content":"`+strings.Repeat("<", 64)+`"}`, "null"))
+					}
+				}
+				for i := range 100 {
+					b.WriteString(event(i, `{}`, `"stop"`))
+				}
+				b.WriteString("data: [DONE]\n\n")
+				io.WriteString(w, b.String())
+			},
+		},
+		{
 			// A string the schema says is a regular expression: the
 			// validator compiles it, about 1 µs a byte, and the work budget
 			// did not count it.
