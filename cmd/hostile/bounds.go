@@ -90,14 +90,7 @@ func boundCases() []hostileCase {
 				return []byte(`{"model":"m","messages":[{"role":"user","content":"go"}],"tools":[{"type":"function","function":{"name":"find",` +
 					`"parameters":{"type":"object","properties":{"re":{"type":"string","format":"regex"}},"required":["re"]}}}]}`)
 			},
-			reply: func(w http.ResponseWriter, r *http.Request, n int) {
-				args := strconv.Quote(`{"re":"` + strings.Repeat("a.", 500<<10) + `"}`)
-				var calls []string
-				for i := range 20 {
-					calls = append(calls, `{"id":"c`+strconv.Itoa(i)+`","type":"function","function":{"name":"find","arguments":`+args+`}}`)
-				}
-				jsonReply(`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[`+strings.Join(calls, ",")+`]},"finish_reason":"tool_calls"}]}`)(w, r, n)
-			},
+			reply: callsReply(20, "c", "find", func() string { return `{"re":"` + strings.Repeat("a.", 500<<10) + `"}` }),
 		},
 		{
 			// Content of nothing but '<': each was compared with every
@@ -207,33 +200,19 @@ func boundCases() []hostileCase {
 					`{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"array","items":` +
 					`{"anyOf":[{"type":"string"},{"type":"boolean"},{"type":"null"},{"type":"array"},{"type":"object"}]}}}}}}]}`)
 			},
-			reply: func(w http.ResponseWriter, r *http.Request, n int) {
-				heavy := strconv.Quote(`{"a":[` + strings.TrimSuffix(strings.Repeat("1,", 33_000), ",") + `]}`)
-				var calls []string
-				for i := range 14 {
-					calls = append(calls, `{"id":"h`+strconv.Itoa(i)+`","type":"function","function":{"name":"f","arguments":`+heavy+`}}`)
-				}
-				jsonReply(`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[`+strings.Join(calls, ",")+`]},"finish_reason":"tool_calls"}]}`)(w, r, n)
-			},
+			reply: callsReply(14, "h", "f", func() string {
+				return `{"a":[` + strings.TrimSuffix(strings.Repeat("1,", 33_000), ",") + `]}`
+			}),
 		},
 		{
 			// Many choices, each a call written as text that needs the
 			// repairer (single quotes, a trailing comma).
 			name:    "choices: 6,000 calls written as text to repair",
 			request: clickRequest,
-			reply: func(w http.ResponseWriter, r *http.Request, n int) {
-				text := strconv.Quote("<tool_call>\n{\"name\":\"click\",\"arguments\":{'selector': '#a',}}\n</tool_call>")
-				var b strings.Builder
-				b.WriteString(`{"choices":[`)
-				for i := range 6000 {
-					if i > 0 {
-						b.WriteString(",")
-					}
-					b.WriteString(`{"index":` + strconv.Itoa(i) + `,"message":{"role":"assistant","content":` + text + `},"finish_reason":"stop"}`)
-				}
-				b.WriteString(`]}`)
-				jsonReply(b.String())(w, r, n)
-			},
+			reply: choicesReply(6000, "stop", func() string {
+				return `{"role":"assistant","content":` +
+					strconv.Quote("<tool_call>\n{\"name\":\"click\",\"arguments\":{'selector': '#a',}}\n</tool_call>") + `}`
+			}),
 		},
 		{
 			// An upstream that answers 200 and cuts every body short: the
@@ -319,6 +298,19 @@ func sendLongModels(addr string, n int) (int, int64, error) {
 
 // commaless is a call's arguments of about n bytes, array items without
 // commas: {"selector":"a","x":[1 1 1 ...]}.
+// callsReply answers with one choice of n calls of the tool name, their ids
+// id0, id1…, each with the arguments args returns, built when the case runs.
+func callsReply(n int, id, name string, args func() string) func(http.ResponseWriter, *http.Request, int) {
+	return func(w http.ResponseWriter, r *http.Request, k int) {
+		a := strconv.Quote(args())
+		var calls []string
+		for i := range n {
+			calls = append(calls, `{"id":"`+id+strconv.Itoa(i)+`","type":"function","function":{"name":"`+name+`","arguments":`+a+`}}`)
+		}
+		jsonReply(`{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[`+strings.Join(calls, ",")+`]},"finish_reason":"tool_calls"}]}`)(w, r, k)
+	}
+}
+
 // choicesReply answers with n choices, each the message that message
 // returns (a JSON object) and finish, built when the case runs.
 func choicesReply(n int, finish string, message func() string) func(http.ResponseWriter, *http.Request, int) {
