@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/tidwall/gjson"
+
 	"github.com/toolguard/toolguard/internal/bfcl"
 	"github.com/toolguard/toolguard/internal/fake"
 	"github.com/toolguard/toolguard/internal/faulty"
@@ -122,6 +125,49 @@ func bfclChatTools(b *testing.B, n int) string {
 		b.Fatalf("%d functions in the corpus, want %d", len(tools), n)
 	}
 	return "[" + strings.Join(tools, ",") + "]"
+}
+
+// BenchmarkTokenisers reads the load test's 41 KB agent conversation (a
+// first turn: nothing known) with chat's strict reading (and its one tool's
+// declaration) alone, without the history's mending, and with what a
+// reading cannot do without: one pass of jsontext, the tokeniser under the
+// strict reading, skipping the whole body, and gjson's check that it is
+// valid JSON (no duplicate names refused, no letter case compared). What the
+// strict reading costs above them is the part of a first turn's reading
+// that toolguard's own code decides.
+func BenchmarkTokenisers(b *testing.B) {
+	body := []byte(strings.Replace(`{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":`+faulty.ClickTools+`}`,
+		`"messages":[`, `"messages":[`+fake.AgentHistory(), 1))
+	b.Run("strict", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			m, err := chatFormat.read(body, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.Release()
+		}
+	})
+	b.Run("jsontext", func(b *testing.B) {
+		var r bytes.Reader
+		d := jsontext.NewDecoder(&r)
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			r.Reset(body)
+			d.Reset(&r)
+			if err := d.SkipValue(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("gjson-valid", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if !gjson.ValidBytes(body) {
+				b.Fatal("not valid")
+			}
+		}
+	})
 }
 
 // BenchmarkReplyRead is the reply side of an inspected chat completion,
