@@ -103,12 +103,14 @@ func markerAt(t string, i int) *textMarker {
 	return nil
 }
 
-// walkStops are the bytes the walker stops at: a marker's, a code span's
-// or a <think> block's first.
+// walkStops are the bytes the walker stops at: the first of each marker,
+// of a code span or block ("`", which Command R's call follows too) and of
+// a <think> block.
 var walkStops = func() (set [256]bool) {
-	for _, c := range []byte("<[`") {
-		set[c] = true
+	for _, m := range textMarkers {
+		set[m.token[0]] = true
 	}
+	set['`'], set['<'] = true, true
 	return set
 }()
 
