@@ -1,20 +1,23 @@
 package validate
 
 import (
-	"crypto/sha256"
+	"bytes"
+	"hash/maphash"
 	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 )
 
-// Cache holds compiled schemas keyed by the SHA-256 of their bytes. A client
-// sends the same tool declarations with every turn of a conversation, so the
-// compile cost (about 30 times that of a validation) is paid once per schema.
+// Cache holds compiled schemas keyed by their bytes: found by a seeded hash
+// of them, and compared in full before an entry is used. A client sends the
+// same tool declarations with every turn of a conversation, so the compile
+// cost (about 30 times that of a validation) is paid once per schema.
 // Compile failures are cached too, so a broken schema is reported once, not
 // once per request. Cache is safe for concurrent use.
 type Cache struct {
-	lru   *lru.Cache[[sha256.Size]byte, entry]
+	lru   *lru.Cache[uint64, entry]
+	seed  maphash.Seed
 	group singleflight.Group
 
 	// OnCompileError, if not nil, is called once for each schema that fails
@@ -29,6 +32,7 @@ type Cache struct {
 }
 
 type entry struct {
+	raw    []byte // the schema's bytes, compared with the request's on every hit
 	s      *Schema
 	err    error
 	weight int64
@@ -44,8 +48,8 @@ type Stats struct {
 // NewCache returns a cache holding at most size schemas; size must be > 0.
 // SetMaxBytes bounds it by memory as well.
 func NewCache(size int) *Cache {
-	c := &Cache{}
-	l, err := lru.NewWithEvict(size, func(_ [sha256.Size]byte, e entry) { c.bytes.Add(-e.weight) })
+	c := &Cache{seed: maphash.MakeSeed()}
+	l, err := lru.NewWithEvict(size, func(_ uint64, e entry) { c.bytes.Add(-e.weight) })
 	if err != nil {
 		panic("validate: NewCache: " + err.Error())
 	}
@@ -58,26 +62,38 @@ func NewCache(size int) *Cache {
 // called before the cache is used.
 func (c *Cache) SetMaxBytes(n int64) { c.maxBytes = n }
 
-// failureWeight is what a cached compile failure holds: its error, not the
-// schema.
+// failureWeight is what a cached compile failure holds besides the schema's
+// bytes: its error.
 const failureWeight = 256
 
 // Get returns the compiled schema for raw, compiling it on first use.
 // Concurrent calls for the same new schema compile it once.
+//
+// The key is a 64-bit hash with a seed of the process's own, which no client
+// sees, so no client can aim two schemas at one key. Two schemas that share
+// one all the same are told apart by their bytes: each is compiled for
+// itself, and they take the entry in turn.
 func (c *Cache) Get(raw []byte) (*Schema, error) {
-	key := sha256.Sum256(raw)
-	if e, ok := c.lru.Get(key); ok {
+	return c.get(maphash.Bytes(c.seed, raw), raw)
+}
+
+// get is Get with the key given, so that a test can make two schemas share it.
+func (c *Cache) get(key uint64, raw []byte) (*Schema, error) {
+	if e, ok := c.lru.Get(key); ok && bytes.Equal(e.raw, raw) {
 		c.hits.Add(1)
 		return e.s, e.err
 	}
 	c.misses.Add(1)
-	v, _, _ := c.group.Do(string(key[:]), func() (any, error) {
-		if e, ok := c.lru.Get(key); ok {
+	// Concurrent misses on one key share a compile only when their bytes
+	// are the same: the singleflight key is the bytes themselves.
+	v, _, _ := c.group.Do(string(raw), func() (any, error) {
+		if e, ok := c.lru.Get(key); ok && bytes.Equal(e.raw, raw) {
 			return e, nil
 		}
 		// The cache keeps the bytes beyond the request that brought them.
-		s, err := Compile(append([]byte(nil), raw...))
-		e := entry{s: s, err: err, weight: failureWeight}
+		own := append([]byte(nil), raw...)
+		s, err := Compile(own)
+		e := entry{raw: own, s: s, err: err, weight: failureWeight + int64(len(own))}
 		if err == nil {
 			e.weight = s.Weight()
 		}
