@@ -61,6 +61,10 @@ type Handler struct {
 	secrets  []string                 // keys redacted from what upstreams send back
 	serve    http.Handler             // serveHTTP, traced when tracing is on
 	inspect  map[string]returnHandler // the inspected routes, by format name
+
+	// accessLog is the handler under log's request ids, for the access
+	// line, which carries its request_id itself (see finish).
+	accessLog slog.Handler
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -103,7 +107,8 @@ func New(o Options) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	h.log = slog.New(requestIDs{h.log.Handler()})
+	h.accessLog = h.log.Handler()
+	h.log = slog.New(requestIDs{h.accessLog})
 	h.schemas.OnCompileError = func(raw []byte, err error) {
 		h.log.Warn("tool schema does not compile; its calls pass unvalidated",
 			"error", err.Error(), "schema", wire.Clip(string(raw), 512))

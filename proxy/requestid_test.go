@@ -32,10 +32,13 @@ func TestRequestID(t *testing.T) {
 			if id == "" || (tc.want != "" && id != tc.want) || id == tc.give && tc.want == "" {
 				t.Fatalf("request id %q", id)
 			}
-			// The access line and each invalid-call line carry it.
+			// The access line and each invalid-call line carry it, once.
 			var lines []string
 			sc := bufio.NewScanner(strings.NewReader(logs.String()))
 			for sc.Scan() {
+				if n := strings.Count(sc.Text(), `"request_id":`); n > 1 {
+					t.Errorf("request_id %d times in %s", n, sc.Text())
+				}
 				if gjson.Get(sc.Text(), "request_id").String() == id {
 					lines = append(lines, gjson.Get(sc.Text(), "msg").String())
 				}
