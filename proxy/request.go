@@ -142,7 +142,7 @@ func ambiguousPath(r *http.Request) string {
 	case strings.Contains(r.URL.Path, ";"):
 		return "holds a path parameter (;)"
 	}
-	for _, seg := range strings.Split(r.URL.Path, "/") {
+	for seg := range strings.SplitSeq(r.URL.Path, "/") {
 		if seg == "." || seg == ".." {
 			return "holds a dot-segment"
 		}
