@@ -26,13 +26,7 @@ var benchReply = toolReply(`{"prompt_tokens":82,"completion_tokens":17,"total_to
 // each arm in front of it: direct, a bare tuned httputil.ReverseProxy, and
 // toolguard.
 func benchArms(b *testing.B, handler http.HandlerFunc) map[string]string {
-	up := httptest.NewServer(handler)
-	b.Cleanup(up.Close)
-	target, _ := url.Parse(up.URL)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 1024}
-	bare := httptest.NewServer(rp)
-	b.Cleanup(bare.Close)
+	up, bare := bareArms(b, handler)
 	cfg := policy.Default()
 	cfg.UpstreamURL = up.URL + "/v1"
 	h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler)})
@@ -42,6 +36,19 @@ func benchArms(b *testing.B, handler http.HandlerFunc) map[string]string {
 	tg := httptest.NewServer(h)
 	b.Cleanup(tg.Close)
 	return map[string]string{"direct": up.URL, "reverseproxy": bare.URL, "toolguard": tg.URL}
+}
+
+// bareArms starts an upstream answering with handler and a bare tuned
+// httputil.ReverseProxy in front of it.
+func bareArms(b *testing.B, handler http.HandlerFunc) (up, bare *httptest.Server) {
+	up = httptest.NewServer(handler)
+	b.Cleanup(up.Close)
+	target, _ := url.Parse(up.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 1024}
+	bare = httptest.NewServer(rp)
+	b.Cleanup(bare.Close)
+	return up, bare
 }
 
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -55,12 +62,14 @@ func BenchmarkChatCompletion(b *testing.B) {
 
 // replyArms are the benchmark's arms in front of an upstream that answers
 // every request with benchReply.
-func replyArms(b *testing.B) map[string]string {
-	return benchArms(b, func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, benchReply)
-	})
+func replyArms(b *testing.B) map[string]string { return benchArms(b, answerBenchReply) }
+
+// answerBenchReply is an upstream that answers every request with
+// benchReply.
+func answerBenchReply(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, benchReply)
 }
 
 // longHistory is the request an agent sends after a few dozen turns: about
@@ -240,5 +249,49 @@ func benchInspected(b *testing.B, reply, path, req, outcome string) {
 		if resp.StatusCode != 200 || resp.Header.Get("X-Toolguard-Outcome") != outcome {
 			b.Fatalf("status %d, outcome %q", resp.StatusCode, resp.Header.Get("X-Toolguard-Outcome"))
 		}
+	}
+}
+
+// BenchmarkChatCompletionParts splits what toolguard adds to a valid call's
+// request, through HTTP beside a bare reverse proxy: the plumbing (toolguard
+// with inspection off, TOOLGUARD_MODE=off), the access log (a JSON log line
+// to a discarding writer, as toolguard logs by default, against none), and
+// the inspection (the default mode). Its figures are most telling as
+// instruction counts (BENCHMARKS.md, "Instruction counts"): time through
+// HTTP on two cores moves more than these parts differ.
+func BenchmarkChatCompletionParts(b *testing.B) {
+	up, bare := bareArms(b, answerBenchReply)
+	arms := []struct {
+		name string
+		mode policy.Mode
+		log  *slog.Logger
+		url  string
+	}{
+		{name: "reverseproxy", url: bare.URL},
+		{name: "off", mode: policy.ModeOff, log: slog.New(slog.DiscardHandler)},
+		{name: "off-logged", mode: policy.ModeOff, log: slog.New(slog.NewJSONHandler(io.Discard, nil))},
+		{name: "toolguard", mode: policy.ModeRepair, log: slog.New(slog.DiscardHandler)},
+		{name: "toolguard-logged", mode: policy.ModeRepair, log: slog.New(slog.NewJSONHandler(io.Discard, nil))},
+	}
+	req := clickRequest("")
+	for _, arm := range arms {
+		if arm.url == "" {
+			cfg := policy.Default()
+			cfg.UpstreamURL = up.URL + "/v1"
+			cfg.Mode = arm.mode
+			h, err := proxy.New(proxy.Options{Config: cfg, Logger: arm.log})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := httptest.NewServer(h)
+			b.Cleanup(s.Close)
+			arm.url = s.URL
+		}
+		b.Run(arm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				postReply(b, arm.url+"/v1/chat/completions", req)
+			}
+		})
 	}
 }
