@@ -50,7 +50,7 @@ func (s *Splitter) Buffered() int { return len(s.buf) }
 // call to Feed.
 func (s *Splitter) Next() ([]byte, bool) {
 	for {
-		i := bytes.IndexAny(s.buf[s.scanned:], "\r\n")
+		i := lineEnd(s.buf[s.scanned:])
 		if i < 0 {
 			s.scanned = len(s.buf)
 			return nil, false
@@ -79,6 +79,22 @@ func (s *Splitter) Next() ([]byte, bool) {
 	}
 }
 
+// lineEnd is bytes.IndexAny(b, "\r\n"), the first CR or LF in b or -1, with
+// vectorised searches for one byte (IndexAny compares each byte with the
+// set, about a hundred times the work): the LF first, then a CR only in the
+// bytes before it, so no call reads past the first line end.
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	head := b
+	if i >= 0 {
+		head = b[:i]
+	}
+	if j := bytes.IndexByte(head, '\r'); j >= 0 {
+		return j
+	}
+	return i
+}
+
 // Rest returns the bytes left over when the stream ends, which do not form a
 // whole event.
 func (s *Splitter) Rest() []byte { return s.buf }
@@ -91,7 +107,7 @@ func EventData(ev []byte) ([]byte, bool) {
 	var data []byte
 	lines := 0
 	for len(ev) > 0 {
-		i := bytes.IndexAny(ev, "\r\n")
+		i := lineEnd(ev)
 		var line []byte
 		if i < 0 {
 			line, ev = ev, nil
@@ -127,7 +143,7 @@ func EventData(ev []byte) ([]byte, bool) {
 // slice of ev.
 func EventName(ev []byte) ([]byte, bool) {
 	for len(ev) > 0 {
-		i := bytes.IndexAny(ev, "\r\n")
+		i := lineEnd(ev)
 		line := ev
 		if i >= 0 {
 			line, ev = ev[:i], ev[i+1:]

@@ -97,3 +97,39 @@ func TestSplitterMovesEachByteAtMostOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestLineEndIsIndexAny: lineEnd finds what bytes.IndexAny(b, "\r\n") does,
+// for every text of up to eight bytes of CR, LF and a letter, and for
+// longer ones with the line ends far apart.
+func TestLineEndIsIndexAny(t *testing.T) {
+	alphabet := []byte("\r\na")
+	var b []byte
+	var each func(n int)
+	each = func(n int) {
+		if got, want := lineEnd(b), bytes.IndexAny(b, "\r\n"); got != want {
+			t.Fatalf("lineEnd(%q) = %d, want %d", b, got, want)
+		}
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			b = append(b, c)
+			each(n - 1)
+			b = b[:len(b)-1]
+		}
+	}
+	each(8)
+	long := bytes.Repeat([]byte("a"), 1000)
+	for _, tc := range [][]byte{
+		long,
+		append(append([]byte{}, long...), '\n'),
+		append(append([]byte{}, long...), '\r'),
+		append(append(append([]byte{}, long...), "\r\n"...), long...),
+		append(append(append([]byte{}, long...), '\n'), append(long, '\r')...),
+		append(append(append([]byte{}, long...), '\r'), append(long, '\n')...),
+	} {
+		if got, want := lineEnd(tc), bytes.IndexAny(tc, "\r\n"); got != want {
+			t.Errorf("lineEnd of %d bytes = %d, want %d", len(tc), got, want)
+		}
+	}
+}

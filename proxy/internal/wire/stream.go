@@ -190,7 +190,7 @@ var bom = []byte("\xef\xbb\xbf")
 // of its own, which clients join with "\n" again.
 func WriteData(out *bytes.Buffer, data []byte) {
 	for {
-		i := bytes.IndexAny(data, "\r\n")
+		i := lineEnd(data)
 		if i < 0 {
 			break
 		}
