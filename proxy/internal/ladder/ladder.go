@@ -171,6 +171,9 @@ type Exchange struct {
 	// repairs is the JSON repair work of the request's calls, written as
 	// calls or as text, over every attempt (repair.Quota); made on first use.
 	repairs *repair.Quota
+	// global is Policy.Rules(""), once globalOK (see globalRules).
+	global   policy.Rules
+	globalOK bool
 
 	// What happened.
 	Calls  []*Call // every call checked, in every attempt
@@ -191,6 +194,16 @@ func (x *Exchange) quota() *repair.Quota {
 	return x.repairs
 }
 
+// globalRules returns Policy.Rules(""), read once: a RuleSet's rules do not
+// change during an exchange, and a stream asks for them at every event
+// (TextCallHold).
+func (x *Exchange) globalRules() policy.Rules {
+	if !x.globalOK {
+		x.global, x.globalOK = x.Policy.Rules(""), true
+	}
+	return x.global
+}
+
 // A RuleSet gives the rules for a tool's calls ("" for the global ones):
 // the configuration, narrowed by the request.
 type RuleSet interface {
@@ -201,7 +214,7 @@ type RuleSet interface {
 // for a call naming no declared tool.
 func (x *Exchange) rulesOf(c *Call) policy.Rules {
 	if c.Tool == nil {
-		return x.Policy.Rules("")
+		return x.globalRules()
 	}
 	return x.Policy.Rules(c.Tool.Name)
 }
@@ -215,7 +228,7 @@ func (x *Exchange) Check(s Sent, attempt int, mend, cutOff bool) *Call {
 	if s.Args == "" {
 		c.RawArgs = `""`
 	}
-	global := x.Policy.Rules("")
+	global := x.globalRules()
 	c.Tool = s.Tool
 	if c.Tool == nil {
 		c.Tool = x.Tools.Lookup(c.Name)

@@ -33,7 +33,7 @@ type TextCallsFound struct {
 // ReadTextCalls is TextCalls, with where the calls are in the content.
 func (x *Exchange) ReadTextCalls(content string, turn int) TextCallsFound {
 	none := TextCallsFound{Rest: content}
-	global := x.Policy.Rules("")
+	global := x.globalRules()
 	if !global.Mode.Repairs() || global.TextCalls == policy.TextCallsOff || x.Tools.Len() == 0 {
 		return none
 	}
@@ -80,7 +80,7 @@ func textGroup(tc repair.TextCall, written string) policy.TextCalls {
 // ReadsTextCalls reports whether the rules convert any call written as
 // text: when not, text passes untouched.
 func (x *Exchange) ReadsTextCalls() bool {
-	global := x.Policy.Rules("")
+	global := x.globalRules()
 	return global.Mode.Repairs() && global.TextCalls != policy.TextCallsOff && x.Tools.Len() > 0
 }
 
@@ -91,7 +91,7 @@ func (x *Exchange) TextCallHold(content string) int {
 	if !x.ReadsTextCalls() {
 		return len(content)
 	}
-	global := x.Policy.Rules("")
+	global := x.globalRules()
 	f := repair.TextFormats{Marked: global.TextCalls.Marked(), BareJSON: global.TextCalls.BareJSON(), ReAct: global.TextCalls.ReAct(), Quota: x.quota()}
 	return repair.TextCallHold(content, x.Tools.Names, f)
 }
