@@ -224,3 +224,66 @@ func valueStart(body []byte, off int) int {
 	}
 	return off
 }
+
+// Value is a body as gjson reads it and, when M is not nil, the members of
+// the body that its strict reading recorded (StrictMembers): Get finds a
+// top-level member there instead of reading the body from its start, as
+// gjson does for every lookup. M must be of this body, and is read only
+// while it is (a Members is reused for the next body).
+type Value struct {
+	gjson.Result
+	M *Members
+}
+
+// Get is gjson's Get. For a plain path (names of lowercase ASCII letters and
+// '_', as the APIs toolguard reads spell theirs, and array indexes, joined
+// by dots), the path's first member comes from M, when there is M, and the
+// rest is read from its value with gjson; any other path (wildcards,
+// queries, modifiers) is read by gjson from the body's start.
+func (v Value) Get(path string) gjson.Result {
+	if v.M == nil {
+		return v.Result.Get(path)
+	}
+	dot := plainPath(path)
+	if dot < 0 {
+		return v.Result.Get(path)
+	}
+	r := v.M.Get(path[:dot])
+	if dot < len(path) {
+		return r.Get(path[dot+1:])
+	}
+	return r
+}
+
+// plainPath returns where the first dot of path is (len(path) if none) when
+// path is names and indexes joined by dots, its first a name:
+// [a-z_]+ then ([.][a-z_0-9]+)*; -1 when it is not.
+func plainPath(path string) int {
+	dot := -1
+	n := 0 // bytes of the current part
+	for i := 0; i < len(path); i++ {
+		switch c := path[i]; {
+		case 'a' <= c && c <= 'z' || c == '_':
+		case c == '.':
+			if n == 0 {
+				return -1
+			}
+			if dot < 0 {
+				dot = i
+			}
+			n = 0
+			continue
+		case '0' <= c && c <= '9' && dot >= 0:
+		default:
+			return -1
+		}
+		n++
+	}
+	if n == 0 {
+		return -1
+	}
+	if dot < 0 {
+		return len(path)
+	}
+	return dot
+}

@@ -61,6 +61,20 @@ func checkMembers(t *testing.T, body []byte) {
 			t.Fatalf("%q: Get(%q) = %+v, want %+v at %d", body, mb.name, got, want, mb.v.Start)
 		}
 	}
+	// A Value finds what gjson finds, from the recorded members.
+	paths := []string{"model", "messages", "messages.0", "messages.0.role", "tools.0.type", "a", "n", "other",
+		"model.a.2.b", "missing", "missing.x", "", ".", "Model", "mess*", "messages.#", "model.a|@reverse"}
+	for _, mb := range m.top {
+		paths = append(paths, mb.name, mb.name+".role", mb.name+".0")
+	}
+	whole := Parse(body)
+	for _, p := range paths {
+		got, want := (Value{Result: whole, M: m}).Get(p), whole.Get(p)
+		// (gjson gives a value not found the index of what it looked in.)
+		if got.Raw != want.Raw || got.Type != want.Type || got.Str != want.Str || got.Num != want.Num || want.Exists() && got.Index != want.Index {
+			t.Fatalf("%q: Value.Get(%q) = %#v, gjson finds %#v", body, p, got, want)
+		}
+	}
 	spans, ok := m.Items()
 	lspans, lok := loose.Items()
 	if ok != lok || len(spans) != len(lspans) {
