@@ -67,6 +67,10 @@ type stream struct {
 	failed   bool
 	finished bool  // the terminal event has gone out
 	total    int64 // bytes held
+	// event is where the members of the event being handled are, as its
+	// strict reading recorded them, so each lookup does not read the
+	// event again from its start.
+	event *wire.Members
 }
 
 // heldCall is a function_call item of the stream and its events.
@@ -90,13 +94,15 @@ var _ wire.Events = (*stream)(nil)
 // NewStream returns the format's handling of a stream's events. What it
 // holds is bounded by maxBytes.
 func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
-	return &stream{Session: s, maxBytes: maxBytes, output: q.output, index: map[int64]int64{}, final: map[int64]string{}, calls: map[int64]*heldCall{}}
+	return &stream{Session: s, maxBytes: maxBytes, output: q.output, index: map[int64]int64{}, final: map[int64]string{}, calls: map[int64]*heldCall{}, event: wire.NewMembers("")}
 }
 
 // MayWait implements wire.Events: the terminal events settle calls and may
-// re-ask.
+// re-ask. One search finds both of their types (response.completed,
+// response.incomplete); an event that holds the word elsewhere is a wrong
+// yes, which costs a write.
 func (r *stream) MayWait(ev []byte) bool {
-	return bytes.Contains(ev, []byte("response.completed")) || bytes.Contains(ev, []byte("response.incomplete"))
+	return bytes.Contains(ev, []byte("complete"))
 }
 
 // End implements wire.Events: a stream must end after its terminal event
@@ -152,14 +158,15 @@ func (r *stream) handle(ev []byte) {
 		r.out.Write(ev)
 		return
 	}
-	if err := wire.Strict(data, eventShape); err != nil {
+	if err := wire.StrictMembers(data, eventShape, r.event); err != nil {
 		r.fail(invalidEvent(err.Error()))
 		return
 	}
 	// Read in place: ev is the stream's buffer, valid only until Handle
 	// returns (wire.Events), so what is kept of it is copied (strings.Clone,
-	// holdEvent, textEvent).
-	e := wire.Parse(data)
+	// holdEvent, textEvent). Its members are looked up where the strict
+	// reading found them.
+	e := wire.Value{Result: wire.Parse(data), M: r.event}
 	typ := e.Get("type").Str
 	if name, ok := wire.EventName(ev); ok {
 		r.named = true
@@ -287,7 +294,7 @@ func tooLarge(what string) *wire.Error {
 // the upstream item idx, -1 for none) as the client counts them: as the
 // upstream sent it (ev) when they are the same, else rewritten from e (ev
 // nil: always rewritten).
-func (r *stream) emit(ev []byte, e gjson.Result, idx int64) {
+func (r *stream) emit(ev []byte, e wire.Value, idx int64) {
 	patches := r.renumber(e, idx)
 	if len(patches) == 0 && ev != nil {
 		r.out.Write(ev)
@@ -307,7 +314,7 @@ func (r *stream) emit(ev []byte, e gjson.Result, idx int64) {
 
 // renumber returns the patches (path, value) that give an event the
 // client's numbers, and counts it.
-func (r *stream) renumber(e gjson.Result, idx int64) []string {
+func (r *stream) renumber(e wire.Value, idx int64) []string {
 	var patches []string
 	if sn := e.Get("sequence_number"); sn.Exists() {
 		if n, ok := plainIndex(sn); !ok || n != r.seq {
@@ -333,7 +340,7 @@ func (r *stream) write(typ string, data []byte) {
 }
 
 // addCall starts holding a function_call item.
-func (r *stream) addCall(ev []byte, e gjson.Result) {
+func (r *stream) addCall(ev []byte, e wire.Value) {
 	idx, ok := plainIndex(e.Get("output_index"))
 	if !ok {
 		r.fail(wire.MalformedReply(errors.New("a function_call item's output_index is not a non-negative integer")))
@@ -356,7 +363,7 @@ func (r *stream) addCall(ev []byte, e gjson.Result) {
 
 // holdEvent keeps an event of a held call; at the call's output_item.done,
 // the call is complete and may go out.
-func (r *stream) holdEvent(hc *heldCall, ev []byte, e gjson.Result) {
+func (r *stream) holdEvent(hc *heldCall, ev []byte, e wire.Value) {
 	hc.events = append(hc.events, append([]byte(nil), ev...))
 	r.total += int64(len(ev))
 	if r.total > r.maxBytes {
@@ -437,7 +444,7 @@ func (r *stream) releaseHeld(hc *heldCall) {
 	r.next++
 	for _, ev := range hc.events {
 		data, _ := wire.EventData(ev)
-		r.emit(ev, wire.Parse(data), hc.index)
+		r.emit(ev, wire.Value{Result: wire.Parse(data)}, hc.index)
 		if r.Done {
 			return
 		}
@@ -449,7 +456,7 @@ func (r *stream) releaseHeld(hc *heldCall) {
 // finish settles the calls still held when the response ends, sends the
 // valid ones, and sends the terminal event rewritten to hold exactly what
 // the client was sent.
-func (r *stream) finish(ev []byte, e gjson.Result) {
+func (r *stream) finish(ev []byte, e wire.Value) {
 	x := r.X
 	resp := e.Get("response")
 	if len(r.order) > 0 || !r.settleTextCalls(resp) {
@@ -544,7 +551,7 @@ func (r *stream) finish(ev []byte, e gjson.Result) {
 	}
 	r.outcome()
 	r.changed = true
-	r.emit(nil, wire.Parse(data), -1)
+	r.emit(nil, wire.Value{Result: wire.Parse(data)}, -1)
 	r.finished = true
 }
 

@@ -49,7 +49,7 @@ func (r *stream) readsText() bool {
 // addTextMessage starts reading a message item for calls; a second
 // message ends the reading (which message the calls would be in is a
 // guess).
-func (r *stream) addTextMessage(ev []byte, e gjson.Result) bool {
+func (r *stream) addTextMessage(ev []byte, e wire.Value) bool {
 	if r.msg != nil {
 		r.stopText()
 		return false
@@ -75,7 +75,7 @@ func (r *stream) stopText() {
 // textEvent handles an event of the message read for calls. Most go out at
 // once (flushText), as they came: only an event still held after it is
 // copied out of the stream's buffer.
-func (r *stream) textEvent(ev []byte, e gjson.Result) {
+func (r *stream) textEvent(ev []byte, e wire.Value) {
 	hc := r.msg.hc
 	n := len(hc.events)
 	hc.events = append(hc.events, ev)
@@ -85,7 +85,7 @@ func (r *stream) textEvent(ev []byte, e gjson.Result) {
 	}
 }
 
-func (r *stream) readTextEvent(ev []byte, e gjson.Result) {
+func (r *stream) readTextEvent(ev []byte, e wire.Value) {
 	m := r.msg
 	r.total += int64(len(ev))
 	if r.total > r.maxBytes {
@@ -161,7 +161,7 @@ func (r *stream) flushText(m *textMsg) {
 	for _, ev := range hc.events {
 		r.total -= int64(len(ev))
 		data, _ := wire.EventData(ev)
-		e := wire.Parse(data)
+		e := wire.Value{Result: wire.Parse(data)} // held: no members recorded
 		if e.Get("type").Str == "response.output_item.done" {
 			r.final[hc.index] = strings.Clone(e.Get("item").Raw)
 		}

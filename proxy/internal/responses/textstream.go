@@ -19,7 +19,7 @@ import (
 // events of toolguard's carrying the whole text at once.
 
 // addMessage starts holding a message item.
-func (r *stream) addMessage(ev []byte, e gjson.Result) {
+func (r *stream) addMessage(ev []byte, e wire.Value) {
 	idx, ok := plainIndex(e.Get("output_index"))
 	if !ok {
 		r.fail(wire.MalformedReply(errors.New("a message item's output_index is not a non-negative integer")))
