@@ -45,6 +45,11 @@ type stream struct {
 	out      *bytes.Buffer
 	wire.Ending
 
+	// event is where the members of the event being handled are, as its
+	// strict reading recorded them, so each lookup does not read the
+	// event again from its start.
+	event *wire.Members
+
 	started  bool
 	startUse gjson.Result // message_start's message.usage
 	blocks   map[int64]*heldBlock
@@ -100,7 +105,7 @@ var _ wire.Events = (*stream)(nil)
 // NewStream returns the format's handling of a stream's events. What it
 // holds is bounded by maxBytes.
 func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
-	return &stream{Session: s, maxBytes: maxBytes, blocks: map[int64]*heldBlock{}}
+	return &stream{Session: s, maxBytes: maxBytes, blocks: map[int64]*heldBlock{}, event: wire.NewMembers("")}
 }
 
 // MayWait implements wire.Events: the message_delta settles the calls.
@@ -154,14 +159,15 @@ func (r *stream) handle(ev []byte) {
 		r.fail(invalidEvent("an event after message_stop"))
 		return
 	}
-	if err := wire.Strict(data, eventShape); err != nil {
+	if err := wire.StrictMembers(data, eventShape, r.event); err != nil {
 		r.fail(invalidEvent(err.Error()))
 		return
 	}
 	// Read in place: ev is the stream's buffer, valid only until Handle
 	// returns (wire.Events), so what is kept of it is copied (wire.Copy,
-	// hold, keep).
-	e := wire.Parse(data)
+	// hold, keep). Its members are looked up where the strict reading
+	// found them.
+	e := wire.Value{Result: wire.Parse(data), M: r.event}
 	typ := e.Get("type")
 	// The TypeScript and Python SDKs dispatch on the event's name, the Go
 	// SDK on its type: an event whose two differ, or that has no name, is
@@ -220,7 +226,7 @@ func (r *stream) handle(ev []byte) {
 }
 
 // blockAt returns the block an event names by its index.
-func (r *stream) blockAt(e gjson.Result) *heldBlock {
+func (r *stream) blockAt(e wire.Value) *heldBlock {
 	i := e.Get("index")
 	if i.Type != gjson.Number || i.Raw != strconv.FormatInt(i.Int(), 10) {
 		r.fail(invalidEvent("an index that is not an integer"))
@@ -234,7 +240,7 @@ func (r *stream) blockAt(e gjson.Result) *heldBlock {
 	return b
 }
 
-func (r *stream) startBlock(ev []byte, e gjson.Result) {
+func (r *stream) startBlock(ev []byte, e wire.Value) {
 	// The block's start is kept, and its type (a slice of it): a copy.
 	i, cb := e.Get("index"), wire.Copy(e.Get("content_block"))
 	typ := cb.Get("type").Str
@@ -303,7 +309,7 @@ func (r *stream) keep(ev []byte) bool {
 
 // pass sends an event of a block that is not held: as it came when the
 // client numbers the block as the upstream did, renumbered otherwise.
-func (r *stream) pass(b *heldBlock, ev []byte, e gjson.Result) {
+func (r *stream) pass(b *heldBlock, ev []byte, e wire.Value) {
 	if b.client < 0 {
 		b.client = r.next
 		r.next++
@@ -321,7 +327,7 @@ func (r *stream) pass(b *heldBlock, ev []byte, e gjson.Result) {
 	wire.WriteData(r.out, data)
 }
 
-func (r *stream) delta(ev []byte, e gjson.Result) {
+func (r *stream) delta(ev []byte, e wire.Value) {
 	b := r.blockAt(e)
 	if b == nil {
 		return
@@ -350,7 +356,7 @@ func (r *stream) delta(ev []byte, e gjson.Result) {
 	r.pass(b, ev, e)
 }
 
-func (r *stream) stopBlock(ev []byte, e gjson.Result) {
+func (r *stream) stopBlock(ev []byte, e wire.Value) {
 	b := r.blockAt(e)
 	if b == nil {
 		return
@@ -422,7 +428,7 @@ func (r *stream) releaseHeld(b *heldBlock) {
 	}
 	for _, ev := range b.events {
 		data, _ := wire.EventData(ev)
-		r.pass(b, ev, wire.Parse(data))
+		r.pass(b, ev, wire.Value{Result: wire.Parse(data)})
 		if r.Done {
 			return
 		}
@@ -480,7 +486,7 @@ func (r *stream) content() string {
 // finish handles the message_delta: the calls still held are settled and
 // go out, then the message_delta, with the stop reason and the usage of
 // every attempt.
-func (r *stream) finish(ev []byte, e gjson.Result) {
+func (r *stream) finish(ev []byte, e wire.Value) {
 	for _, b := range r.order {
 		if !b.stopped {
 			r.fail(invalidEvent(fmt.Sprintf("message_delta before content block %d stopped", b.index)))
@@ -581,7 +587,7 @@ func (r *stream) sumUsage(data []byte) ([]byte, error) {
 // settle runs the ladder on the calls of the message: the waiting ones
 // are re-asked while invalid, and the valid ones go out. It returns how
 // many went out, and false when the stream ended.
-func (r *stream) settle(calls []*ladder.Call, e gjson.Result) (int, bool) {
+func (r *stream) settle(calls []*ladder.Call, e wire.Value) (int, bool) {
 	t := &turn{first: calls, last: r.content()}
 	t.Turn = ladder.Turn{Calls: calls, Last: calls, Wire: t}
 	invalid, passthrough, failure, err := r.SettleTurn(&t.Turn)

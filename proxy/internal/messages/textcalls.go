@@ -185,7 +185,7 @@ func (r *stream) openText(b *heldBlock) {
 	ev := b.pendingStart
 	b.pendingStart, r.pendingText = nil, nil
 	data, _ := wire.EventData(ev)
-	r.pass(b, ev, wire.Parse(data))
+	r.pass(b, ev, wire.Value{Result: wire.Parse(data)})
 	r.flushQueued()
 }
 
