@@ -97,11 +97,19 @@ func mayWait(ev []byte) bool {
 		return true
 	}
 	for rest := ev; ; {
-		i := bytes.Index(rest, []byte(`"finish_reason"`))
+		// "finish_reason" is searched for from its first letter, its
+		// quote checked after: bytes.Index stops at each occurrence of the
+		// needle's first byte, and JSON has a quote every few bytes.
+		i := bytes.Index(rest, []byte(`finish_reason"`))
 		if i < 0 {
 			return false
 		}
-		rest = bytes.TrimLeft(rest[i+len(`"finish_reason"`):], " \t:")
+		quoted := i > 0 && rest[i-1] == '"'
+		rest = rest[i+len(`finish_reason"`):]
+		if !quoted {
+			continue
+		}
+		rest = bytes.TrimLeft(rest, " \t:")
 		if !bytes.HasPrefix(rest, []byte("null")) {
 			return true
 		}
