@@ -56,10 +56,7 @@ func (q *Request) ReadReply(body []byte) error {
 // readOf returns the members ReadReply recorded, if it read body (this
 // very slice), or nil.
 func (q *Request) readOf(body []byte) *wire.Members {
-	if q.reply == nil || len(body) == 0 {
-		return nil
-	}
-	if b := q.reply.Body(); len(b) != len(body) || &b[0] != &body[0] {
+	if !q.reply.Of(body) {
 		return nil
 	}
 	return q.reply

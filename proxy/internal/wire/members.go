@@ -78,6 +78,17 @@ func (m *Members) Object() bool { return m.object }
 // Body is the body the members are in.
 func (m *Members) Body() []byte { return m.body }
 
+// Of reports whether m holds the members of body, this very slice (not
+// only the same bytes): for a reading kept to serve the steps that read the
+// same body next.
+func (m *Members) Of(body []byte) bool {
+	if m == nil || len(body) == 0 {
+		return false
+	}
+	b := m.body
+	return len(b) == len(body) && &b[0] == &body[0]
+}
+
 // Get returns the value of the top-level member name, as gjson reads it,
 // with Index its position in Body; an empty Result if there is none.
 func (m *Members) Get(name string) gjson.Result {
