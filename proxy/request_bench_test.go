@@ -19,6 +19,7 @@ import (
 	"github.com/toolguard/toolguard/internal/faulty"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // BenchmarkRequestRead is the request side of an inspected request, without
@@ -173,24 +174,46 @@ func BenchmarkTokenisers(b *testing.B) {
 // BenchmarkReplyRead is the reply side of an inspected chat completion,
 // without HTTP: the strict reading, the usage, and the ladder over its one
 // call (the load test's replies: valid, and a key in the wrong letter case
-// that is repaired), as exchange.inspect runs them.
+// that is repaired), as exchange.inspect runs them; and a response of the
+// Responses API with a valid call, which echoes its request's instructions
+// (2 KB here) and tools before its usage, as OpenAI's do.
 func BenchmarkReplyRead(b *testing.B) {
-	h, q, pol := benchExchange(b, chatFormat, `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":`+faulty.ClickTools+`}`)
+	chatReply := func(args string) string {
+		return `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test-2025",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+			`{"id":"call_Xc4Aiih37EUJvqjoZlu4Vdoi","type":"function","function":{"name":"click","arguments":"` + args + `"}}` +
+			`]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":82,"completion_tokens":17,"total_tokens":99}}`
+	}
+	tools := `[{"type":"function","name":"click","description":"Click an element","strict":false,` +
+		`"parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]`
+	instructions := wire.Quote(strings.Repeat("You operate a web browser for the user. ", 50))
+	responsesReply := `{"id":"resp_1","object":"response","created_at":1,"status":"completed","error":null,` +
+		`"incomplete_details":null,"instructions":` + instructions + `,"max_output_tokens":null,"model":"gpt-test-2025",` +
+		`"output":[{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"selector\":\"#login-button\"}",` +
+		`"call_id":"call_Xc4Aiih37EUJvqjoZlu4Vdoi","name":"click"}],"parallel_tool_calls":true,"previous_response_id":null,` +
+		`"reasoning":{"effort":null,"summary":null},"store":false,"temperature":1.0,"text":{"format":{"type":"text"}},` +
+		`"tool_choice":"auto","tools":` + tools + `,"top_p":1.0,"truncation":"disabled",` +
+		`"usage":{"input_tokens":82,"output_tokens":17,"total_tokens":99},"user":null,"metadata":{}}`
 	for _, c := range []struct {
-		name, args string
-		outcome    ladder.Outcome
+		name    string
+		f       format
+		req     string
+		reply   string
+		outcome ladder.Outcome
 	}{
-		{"valid", `{\"selector\":\"#login-button\"}`, ladder.OutcomeValid},
-		{"repaired", `{\"Selector\":\"#login-button\"}`, ladder.OutcomeRepaired},
+		{"valid", chatFormat, `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`,
+			chatReply(`{\"selector\":\"#login-button\"}`), ladder.OutcomeValid},
+		{"repaired", chatFormat, `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`,
+			chatReply(`{\"Selector\":\"#login-button\"}`), ladder.OutcomeRepaired},
+		{"responses/valid", responsesFormat, `{"model":"gpt-4o","instructions":` + instructions + `,"input":"Log in.","tools":` + tools + `}`,
+			responsesReply, ladder.OutcomeValid},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			reply := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test-2025",` +
-				`"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
-				`{"id":"call_Xc4Aiih37EUJvqjoZlu4Vdoi","type":"function","function":{"name":"click","arguments":"` + c.args + `"}}` +
-				`]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":82,"completion_tokens":17,"total_tokens":99}}`)
+			h, q, pol := benchExchange(b, c.f, c.req)
+			reply := []byte(c.reply)
 			b.ReportAllocs()
 			for b.Loop() {
-				ex := h.newExchange(context.Background(), chatFormat, q, pol)
+				ex := h.newExchange(context.Background(), c.f, q, pol)
 				if err := ex.req.ReadReply(reply); err != nil {
 					b.Fatal(err)
 				}

@@ -164,6 +164,8 @@ type Request struct {
 	// output stands for the text when the request declares a JSON
 	// text.format (see ladder.OutputTool); nil otherwise.
 	output *ladder.Tool
+	// reply is what ReadReply found of the reply's members.
+	reply *wire.Members
 }
 
 // NewRequest reads the function tools of a request (checked by Read) and,

@@ -45,17 +45,35 @@ func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
 
 // ReadReply checks that a response reads the same to toolguard as to a
 // client. The error is a *wire.Error for the client.
+//
+// Where it finds the response's members is kept for Usage and Turns, which
+// read the same body next: a response echoes its request's instructions and
+// tools, which gjson would read past for each member after them.
 func (q *Request) ReadReply(body []byte) error {
-	if err := wire.Strict(body, responseShape); err != nil {
+	if q.reply == nil {
+		q.reply = wire.NewMembers("")
+	}
+	if err := wire.StrictMembers(body, responseShape, q.reply); err != nil {
+		q.reply = nil
 		return wire.MalformedReply(err)
 	}
 	return nil
 }
 
+// read returns body as gjson reads it, with the members ReadReply found if
+// it read this very slice.
+func (q *Request) read(body []byte) wire.Value {
+	v := wire.Value{Result: wire.Parse(body)}
+	if q.reply.Of(body) {
+		v.M = q.reply
+	}
+	return v
+}
+
 // Usage returns the input and output tokens a reply reports: a response,
 // or a stream's event that carries one.
 func (q *Request) Usage(body []byte) (in, out int64, ok bool) {
-	b := wire.Parse(body)
+	b := q.read(body)
 	if u := b.Get("usage"); u.Exists() {
 		return usageAt(u)
 	}
@@ -69,15 +87,21 @@ func usageAt(u gjson.Result) (in, out int64, ok bool) {
 	return u.Get("input_tokens").Int(), u.Get("output_tokens").Int(), true
 }
 
-// cutOff reports whether a response stopped at the model's output limit.
-func cutOff(resp gjson.Result) bool {
+// cutOff reports whether a response (a gjson.Result or a wire.Value)
+// stopped at the model's output limit.
+func cutOff(resp interface{ Get(string) gjson.Result }) bool {
 	return resp.Get("status").Str == "incomplete" && resp.Get("incomplete_details.reason").Str == "max_output_tokens"
 }
 
 // Turns checks the function calls of a response (read by ReadReply) and
 // records them in x: one turn for the whole output, or none.
 func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([]*ladder.Turn, error) {
-	resp := wire.Parse(body)
+	resp := q.read(body)
+	if resp.M != nil {
+		// Turns is the last to read the members: what it keeps points into
+		// the body, not into them.
+		defer func() { q.reply.Release(); q.reply = nil }()
+	}
 	output := resp.Get("output")
 	if output.Exists() && output.Type != gjson.Null && !output.IsArray() {
 		return nil, errors.New("output is not an array")
