@@ -28,7 +28,10 @@ type Options struct {
 	// Config is toolguard's configuration, already validated.
 	Config policy.Config
 	// Logger receives one line per inspected request, one per invalid tool
-	// call and every warning. If nil, logs are discarded.
+	// call and every warning. If nil, logs are discarded. The request's line
+	// goes to its handler without the caller's position (it would name the
+	// same line every time): under HandlerOptions.AddSource its source is
+	// empty.
 	Logger *slog.Logger
 	// Transport reaches the upstream. If nil, NewTransport(Config) is used.
 	Transport http.RoundTripper
