@@ -98,11 +98,23 @@ func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
 }
 
 // MayWait implements wire.Events: the terminal events settle calls and may
-// re-ask. One search finds both of their types (response.completed,
-// response.incomplete); an event that holds the word elsewhere is a wrong
-// yes, which costs a write.
+// re-ask. Their types, response.completed and response.incomplete, are
+// found with one search, for the word they share; each occurrence is then
+// checked for either (an item's "status":"completed" is neither).
 func (r *stream) MayWait(ev []byte) bool {
-	return bytes.Contains(ev, []byte("complete"))
+	for at := 0; ; {
+		i := bytes.Index(ev[at:], []byte("complete"))
+		if i < 0 {
+			return false
+		}
+		i += at
+		before, after := ev[:i], ev[i+len("complete"):]
+		if bytes.HasSuffix(before, []byte("response.in")) ||
+			bytes.HasSuffix(before, []byte("response.")) && bytes.HasPrefix(after, []byte("d")) {
+			return true
+		}
+		at = i + 1
+	}
 }
 
 // End implements wire.Events: a stream must end after its terminal event
