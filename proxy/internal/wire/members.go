@@ -56,7 +56,9 @@ func NewMembers(items string) *Members {
 
 var membersPool = sync.Pool{New: func() any { return new(Members) }}
 
-// maxPooledMembers bounds the top-level members of a Members kept for reuse.
+// maxPooledMembers bounds the top-level members of a Members kept for reuse,
+// in a pool or from one body to the next: a body of many members (an
+// upstream's event of a million) does not leave its room held after it.
 const maxPooledMembers = 64
 
 // Release gives m back for reuse: nothing read from it may be used after.
@@ -66,9 +68,6 @@ func (m *Members) Release() {
 		return
 	}
 	m.reset(nil)
-	if cap(m.top) > maxPooledMembers {
-		m.top = nil
-	}
 	membersPool.Put(m)
 }
 
@@ -129,6 +128,9 @@ func (m *Members) Known() int { return m.skipped }
 func (m *Members) reset(body []byte) {
 	m.body = body
 	m.top = m.top[:0]
+	if cap(m.top) > maxPooledMembers {
+		m.top = nil
+	}
 	m.spans = m.spans[:0]
 	m.itemsOK = false
 	m.object = false

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -97,4 +98,29 @@ func FuzzMembers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkMembers(t, body)
 	})
+}
+
+// TestMembersLetGoOfManyMembers: a body of many top-level members (an
+// upstream's event, read with the Members its stream keeps) leaves no room
+// for them held once the next body is read.
+func TestMembersLetGoOfManyMembers(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"m0":0`)
+	for i := 1; i < 10000; i++ {
+		fmt.Fprintf(&b, `,"m%d":0`, i)
+	}
+	b.WriteString(`}`)
+	m := NewMembers("")
+	if err := StrictMembers([]byte(b.String()), nil, m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.top) != 10000 {
+		t.Fatalf("%d members recorded, want 10000", len(m.top))
+	}
+	if err := StrictMembers([]byte(`{"type":"x"}`), nil, m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.top) != 1 || cap(m.top) > maxPooledMembers {
+		t.Errorf("after a small body: %d members, room for %d (at most %d kept)", len(m.top), cap(m.top), maxPooledMembers)
+	}
 }
