@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"hash/maphash"
 	"sync/atomic"
 
@@ -31,11 +32,23 @@ type Cache struct {
 	bytes    atomic.Int64
 }
 
+// entry is a compiled schema, with its bytes (its Raw), or a compile
+// failure, with the SHA-256 of its bytes: a failure does not keep a schema
+// that may be large and was refused. Either is compared with the bytes
+// asked for on every hit (holds).
 type entry struct {
-	raw    []byte // the schema's bytes, compared with the request's on every hit
+	raw    []byte
+	sum    [sha256.Size]byte
 	s      *Schema
 	err    error
 	weight int64
+}
+
+func (e entry) holds(raw []byte) bool {
+	if e.err != nil {
+		return e.sum == sha256.Sum256(raw)
+	}
+	return bytes.Equal(e.raw, raw)
 }
 
 // Stats are the cache's counters since it was made.
@@ -62,8 +75,8 @@ func NewCache(size int) *Cache {
 // called before the cache is used.
 func (c *Cache) SetMaxBytes(n int64) { c.maxBytes = n }
 
-// failureWeight is what a cached compile failure holds besides the schema's
-// bytes: its error.
+// failureWeight is what a cached compile failure holds: its error and the
+// SHA-256 of its bytes.
 const failureWeight = 256
 
 // Get returns the compiled schema for raw, compiling it on first use.
@@ -79,23 +92,25 @@ func (c *Cache) Get(raw []byte) (*Schema, error) {
 
 // get is Get with the key given, so that a test can make two schemas share it.
 func (c *Cache) get(key uint64, raw []byte) (*Schema, error) {
-	if e, ok := c.lru.Get(key); ok && bytes.Equal(e.raw, raw) {
+	if e, ok := c.lru.Get(key); ok && e.holds(raw) {
 		c.hits.Add(1)
 		return e.s, e.err
 	}
 	c.misses.Add(1)
-	// Concurrent misses on one key share a compile only when their bytes
-	// are the same: the singleflight key is the bytes themselves.
-	v, _, _ := c.group.Do(string(raw), func() (any, error) {
-		if e, ok := c.lru.Get(key); ok && bytes.Equal(e.raw, raw) {
+	// Concurrent misses share a compile only when their bytes are the
+	// same: the singleflight key is their SHA-256 (a miss compiles, which
+	// costs far more).
+	sum := sha256.Sum256(raw)
+	v, _, _ := c.group.Do(string(sum[:]), func() (any, error) {
+		if e, ok := c.lru.Get(key); ok && e.holds(raw) {
 			return e, nil
 		}
 		// The cache keeps the bytes beyond the request that brought them.
 		own := append([]byte(nil), raw...)
 		s, err := Compile(own)
-		e := entry{raw: own, s: s, err: err, weight: failureWeight + int64(len(own))}
+		e := entry{s: s, err: err, weight: failureWeight, sum: sum}
 		if err == nil {
-			e.weight = s.Weight()
+			e.raw, e.weight = own, s.Weight()
 		}
 		c.bytes.Add(e.weight)
 		c.lru.Add(key, e)

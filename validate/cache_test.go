@@ -2,6 +2,7 @@ package validate
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +40,20 @@ func TestCacheKeysAreComparedByBytes(t *testing.T) {
 	}
 	if st := c.Stats(); st.Hits != 1 {
 		t.Errorf("stats %+v: want the repeated schema to hit", st)
+	}
+}
+
+// A compile failure is cached without the schema's bytes: a schema refused
+// for its size is not held at its size.
+func TestCachedFailureHoldsNoBytes(t *testing.T) {
+	c := NewCache(8)
+	big := []byte(`{"type":"object","description":"` + strings.Repeat("x", MaxSchemaBytes) + `"}`)
+	for range 2 {
+		if _, err := c.Get(big); err == nil {
+			t.Fatal("a schema over MaxSchemaBytes compiled")
+		}
+	}
+	if st := c.Stats(); st.Hits != 1 || st.Bytes != failureWeight {
+		t.Errorf("stats %+v: want the failure cached (one hit) at %d bytes", st, failureWeight)
 	}
 }
