@@ -7,10 +7,10 @@
 //     references) is refused, and the schema fails to compile instead.
 //   - Each draft is honoured as the schema declares it with $schema; a schema
 //     that declares none is read as draft 2020-12.
-//   - Compiled schemas are cached by their bytes (compared in full on a hit) in
-//     a cache of bounded size (least recently used entries are evicted),
-//     failures included, so a schema is compiled at most once while it stays
-//     in the cache.
+//   - Compiled schemas are cached by their bytes (compared in full on a hit;
+//     a failure, by their SHA-256) in a cache of bounded size (least recently
+//     used entries are evicted), failures included, so a schema is compiled
+//     at most once while it stays in the cache.
 //   - Validation errors are flat: one Error per failed leaf keyword, each with
 //     the JSON pointer of the offending value inside the arguments.
 //   - Arguments must be a JSON object, whatever the schema says: that is what
