@@ -82,6 +82,24 @@ func boundCases() []hostileCase {
 			},
 		},
 		{
+			// Lines ended by lone CRs, with no LF for a megabyte: a search
+			// for the LF first, through the rest of the buffer for each
+			// line, read the event once a line (1.6 s for 256 KB).
+			name: "stream: an event of 1 MB of lines ended by lone CRs",
+			request: func() []byte {
+				return []byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"Click the button."}],"tools":` + clickTools + `}`)
+			},
+			reply: func(w http.ResponseWriter, r *http.Request, n int) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				chunk := func(delta, finish string) string {
+					return `data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0` +
+						`,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+				}
+				io.WriteString(w, chunk(`{"content":"Hi"}`, "null")+strings.Repeat("x\r", 512<<10)+"\r"+
+					chunk(`{}`, `"stop"`)+"data: [DONE]\n\n")
+			},
+		},
+		{
 			// A string the schema says is a regular expression: the
 			// validator compiles it, about 1 µs a byte, and the work budget
 			// did not count it.

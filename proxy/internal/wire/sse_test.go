@@ -119,6 +119,16 @@ func TestLineEndIsIndexAny(t *testing.T) {
 		}
 	}
 	each(8)
+	// Line ends on either side of every window's edge (64, 192, 448...).
+	for _, n := range []int{62, 63, 64, 65, 191, 192, 193, 447, 448, 449, 960, 961, 5000} {
+		for _, end := range []string{"\r", "\n", "\r\n"} {
+			b := append(bytes.Repeat([]byte("a"), n), end...)
+			b = append(b, "b\rc\n"...)
+			if got, want := lineEnd(b), bytes.IndexAny(b, "\r\n"); got != want {
+				t.Errorf("lineEnd of %d letters then %q = %d, want %d", n, end, got, want)
+			}
+		}
+	}
 	long := bytes.Repeat([]byte("a"), 1000)
 	for _, tc := range [][]byte{
 		long,
