@@ -22,6 +22,9 @@ type Members struct {
 	spans   []Span
 	itemsOK bool
 	object  bool // the body is an object
+	// overflow is set when the body has more than MaxMembers top-level
+	// members: none is recorded, and Get reads the body.
+	overflow bool
 	// skipped is the length of the prefix of the items the strict reading
 	// skipped (see KnownPrefix): spans holds the items after it.
 	skipped int
@@ -39,6 +42,23 @@ type Span struct{ Start, End int }
 type member struct {
 	name string // as a server reads it: unquoted, escapes decoded
 	v    Span
+}
+
+// MaxMembers bounds the top-level members a Members records; past it none
+// is, and Get reads the body with gjson for each lookup, as it would read
+// any body. An upstream's reply of millions of members does not hold a
+// record of each (about 40 bytes a member) beside the strict reading's own.
+const MaxMembers = 4096
+
+// record records the top-level member name at v, up to MaxMembers.
+func (m *Members) record(name string, v Span) {
+	switch {
+	case m.overflow:
+	case len(m.top) == MaxMembers:
+		m.top, m.overflow = m.top[:0], true
+	default:
+		m.top = append(m.top, member{name: name, v: v})
+	}
 }
 
 // MaxItems bounds the items whose spans a Members records; a member with
@@ -91,6 +111,9 @@ func (m *Members) Of(body []byte) bool {
 // Get returns the value of the top-level member name, as gjson reads it,
 // with Index its position in Body; an empty Result if there is none.
 func (m *Members) Get(name string) gjson.Result {
+	if m.overflow {
+		return Parse(m.body).Get(gjson.Escape(name))
+	}
 	for _, t := range m.top {
 		if t.name == name {
 			return m.result(t.v)
@@ -134,6 +157,7 @@ func (m *Members) reset(body []byte) {
 	m.spans = m.spans[:0]
 	m.itemsOK = false
 	m.object = false
+	m.overflow = false
 	m.skipped = 0
 	m.known, m.value, m.skip = nil, nil, skipRead{items: -1}
 }
@@ -195,7 +219,7 @@ func ReadMembers(body []byte, items string) *Members {
 	}
 	m.object = true
 	top.ForEach(func(k, v gjson.Result) bool {
-		m.top = append(m.top, member{name: k.Str, v: Span{v.Index, v.Index + len(v.Raw)}})
+		m.record(k.Str, Span{v.Index, v.Index + len(v.Raw)})
 		if k.Str == items && items != "" && v.IsArray() {
 			m.itemsOK = true
 			v.ForEach(func(_, item gjson.Result) bool {

@@ -104,18 +104,12 @@ func FuzzMembers(f *testing.F) {
 // upstream's event, read with the Members its stream keeps) leaves no room
 // for them held once the next body is read.
 func TestMembersLetGoOfManyMembers(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"m0":0`)
-	for i := 1; i < 10000; i++ {
-		fmt.Fprintf(&b, `,"m%d":0`, i)
-	}
-	b.WriteString(`}`)
 	m := NewMembers("")
-	if err := StrictMembers([]byte(b.String()), nil, m); err != nil {
+	if err := StrictMembers(manyMembers(1000), nil, m); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.top) != 10000 {
-		t.Fatalf("%d members recorded, want 10000", len(m.top))
+	if len(m.top) != 1000 {
+		t.Fatalf("%d members recorded, want 1000", len(m.top))
 	}
 	if err := StrictMembers([]byte(`{"type":"x"}`), nil, m); err != nil {
 		t.Fatal(err)
@@ -123,4 +117,36 @@ func TestMembersLetGoOfManyMembers(t *testing.T) {
 	if len(m.top) != 1 || cap(m.top) > maxPooledMembers {
 		t.Errorf("after a small body: %d members, room for %d (at most %d kept)", len(m.top), cap(m.top), maxPooledMembers)
 	}
+}
+
+// TestMembersPastMaxMembers: a body of more than MaxMembers top-level
+// members has none recorded, and Get still finds each as gjson does.
+func TestMembersPastMaxMembers(t *testing.T) {
+	body := manyMembers(MaxMembers + 1)
+	m := NewMembers("")
+	if err := StrictMembers(body, nil, m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.top) != 0 || !m.overflow {
+		t.Fatalf("%d members recorded past MaxMembers", len(m.top))
+	}
+	whole := Parse(body)
+	for _, name := range []string{"m0", "m2048", fmt.Sprintf("m%d", MaxMembers), "absent"} {
+		got, want := m.Get(name), whole.Get(name)
+		if got.Raw != want.Raw || want.Exists() && got.Index != want.Index {
+			t.Errorf("Get(%q) = %+v, gjson finds %+v", name, got, want)
+		}
+	}
+	checkMembers(t, body)
+}
+
+// manyMembers is an object of n members, m0 to m(n-1).
+func manyMembers(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"m0":0`)
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, `,"m%d":%d`, i, i)
+	}
+	b.WriteString(`}`)
+	return []byte(b.String())
 }

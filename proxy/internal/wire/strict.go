@@ -446,7 +446,7 @@ func walkTop(d *jsontext.Decoder, s Shape, m *Members) error {
 		if err != nil {
 			return err
 		}
-		m.top = append(m.top, member{name: name, v: m.span(start, int(d.InputOffset()))})
+		m.record(name, m.span(start, int(d.InputOffset())))
 	}
 	if _, err := d.ReadToken(); err != nil { // '}'
 		return syntaxError(d, err)
