@@ -175,7 +175,7 @@ func (h *Handler) finish(rec *recorder, r *http.Request, info *requestInfo) {
 	// and would name this line on every access line (the line carries no
 	// source); and with its request_id among its attributes, where
 	// requestIDs would add it last, so the record grows once.
-	attrs = append(attrs, slog.String("request_id", info.id))
+	attrs = append(attrs, requestIDAttr(info.id))
 	rl := slog.NewRecord(time.Now(), level, "request", 0)
 	rl.AddAttrs(attrs...)
 	h.accessLog.Handle(r.Context(), rl)

@@ -49,10 +49,13 @@ type requestIDs struct{ slog.Handler }
 
 func (h requestIDs) Handle(ctx context.Context, rec slog.Record) error {
 	if info := requestInfoFrom(ctx); info != nil {
-		rec.AddAttrs(slog.String("request_id", info.id))
+		rec.AddAttrs(requestIDAttr(info.id))
 	}
 	return h.Handler.Handle(ctx, rec)
 }
+
+// requestIDAttr is the attribute that names a request on its log lines.
+func requestIDAttr(id string) slog.Attr { return slog.String("request_id", id) }
 
 func (h requestIDs) WithAttrs(attrs []slog.Attr) slog.Handler {
 	return requestIDs{h.Handler.WithAttrs(attrs)}
