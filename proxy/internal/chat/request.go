@@ -89,7 +89,7 @@ type Request struct {
 	// response_format (see ladder.OutputTool); nil otherwise.
 	output *ladder.Tool
 	// reply is what ReadReply found of the first reply's members.
-	reply *wire.Members
+	reply wire.Kept
 }
 
 // NewRequest reads the function tools of a chat request (checked by Read,

@@ -43,29 +43,16 @@ func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
 // What it finds of the reply's members and choices is kept for Usage and
 // Turns, which read the same body next.
 func (q *Request) ReadReply(body []byte) error {
-	if q.reply == nil {
-		q.reply = wire.NewMembers("choices")
-	}
-	if err := wire.StrictMembers(body, responseShape, q.reply); err != nil {
-		q.reply = nil
+	if err := q.reply.Read(body, responseShape, "choices"); err != nil {
 		return wire.MalformedReply(err)
 	}
 	return nil
 }
 
-// readOf returns the members ReadReply recorded, if it read body (this
-// very slice), or nil.
-func (q *Request) readOf(body []byte) *wire.Members {
-	if !q.reply.Of(body) {
-		return nil
-	}
-	return q.reply
-}
-
 // Usage returns the prompt and completion tokens a reply reports.
 func (q *Request) Usage(body []byte) (prompt, completion int64, ok bool) {
 	var u gjson.Result
-	if m := q.readOf(body); m != nil {
+	if m := q.reply.Of(body); m != nil {
 		u = m.Get("usage")
 	} else {
 		u = wire.Parse(body).Get("usage")
@@ -80,18 +67,12 @@ func (q *Request) Usage(body []byte) (prompt, completion int64, ok bool) {
 // by ReadReply) and records them in x. It fails on a response whose calls
 // are in a shape a client would read differently (see sentOf).
 func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([]*ladder.Turn, error) {
-	m := q.readOf(body)
+	m := q.reply.Of(body)
 	if m == nil {
 		m = wire.ReadMembers(body, "choices")
 	}
-	// Turns is the last to read the members: what it keeps points into
-	// the body, not into them.
-	defer func() {
-		m.Release()
-		if m == q.reply {
-			q.reply = nil
-		}
-	}()
+	defer q.reply.Done(m) // Turns is the last to read them
+
 	choices := m.Get("choices")
 	if choices.Exists() && !choices.IsArray() && choices.Type != gjson.Null {
 		return nil, errors.New("choices is not an array")

@@ -165,7 +165,7 @@ type Request struct {
 	// text.format (see ladder.OutputTool); nil otherwise.
 	output *ladder.Tool
 	// reply is what ReadReply found of the reply's members.
-	reply *wire.Members
+	reply wire.Kept
 }
 
 // NewRequest reads the function tools of a request (checked by Read) and,

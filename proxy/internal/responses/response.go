@@ -50,11 +50,7 @@ func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
 // read the same body next: a response echoes its request's instructions and
 // tools, which gjson would read past for each member after them.
 func (q *Request) ReadReply(body []byte) error {
-	if q.reply == nil {
-		q.reply = wire.NewMembers("")
-	}
-	if err := wire.StrictMembers(body, responseShape, q.reply); err != nil {
-		q.reply = nil
+	if err := q.reply.Read(body, responseShape, ""); err != nil {
 		return wire.MalformedReply(err)
 	}
 	return nil
@@ -63,11 +59,7 @@ func (q *Request) ReadReply(body []byte) error {
 // read returns body as gjson reads it, with the members ReadReply found if
 // it read this very slice.
 func (q *Request) read(body []byte) wire.Value {
-	v := wire.Value{Result: wire.Parse(body)}
-	if q.reply.Of(body) {
-		v.M = q.reply
-	}
-	return v
+	return wire.Value{Result: wire.Parse(body), M: q.reply.Of(body)}
 }
 
 // Usage returns the input and output tokens a reply reports: a response,
@@ -98,9 +90,7 @@ func cutOff(resp interface{ Get(string) gjson.Result }) bool {
 func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([]*ladder.Turn, error) {
 	resp := q.read(body)
 	if resp.M != nil {
-		// Turns is the last to read the members: what it keeps points into
-		// the body, not into them.
-		defer func() { q.reply.Release(); q.reply = nil }()
+		defer q.reply.Done(resp.M) // Turns is the last to read them
 	}
 	output := resp.Get("output")
 	if output.Exists() && output.Type != gjson.Null && !output.IsArray() {

@@ -108,6 +108,42 @@ func (m *Members) Of(body []byte) bool {
 	return len(b) == len(body) && &b[0] == &body[0]
 }
 
+// Kept is the strict reading of a reply kept for the steps that read the
+// same body next (a format's Usage, then Turns): where its members are.
+type Kept struct{ m *Members }
+
+// Read reads body strictly (StrictMembers), recording its members and the
+// items of the member items, and keeps them.
+func (k *Kept) Read(body []byte, s Shape, items string) error {
+	if k.m == nil {
+		k.m = NewMembers(items)
+	}
+	if err := StrictMembers(body, s, k.m); err != nil {
+		k.m = nil
+		return err
+	}
+	return nil
+}
+
+// Of returns the members kept if they are those of body (this very slice),
+// or nil.
+func (k *Kept) Of(body []byte) *Members {
+	if !k.m.Of(body) {
+		return nil
+	}
+	return k.m
+}
+
+// Done gives m back once the last step that reads it is done (what that
+// step keeps points into the body, not into m), and forgets it if it is
+// the one kept.
+func (k *Kept) Done(m *Members) {
+	if m == k.m {
+		k.m = nil
+	}
+	m.Release()
+}
+
 // Get returns the value of the top-level member name, as gjson reads it,
 // with Index its position in Body; an empty Result if there is none.
 func (m *Members) Get(name string) gjson.Result {
