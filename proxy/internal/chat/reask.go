@@ -138,7 +138,7 @@ func (q *Request) Answer(t *ladder.Turn, reply []byte) (ladder.Answer, error) {
 		if ok {
 			sent = append(sent, s)
 		}
-	} else if _, err := sentOf(msg, func(s ladder.Sent) bool { sent = append(sent, s); return true }); err != nil {
+	} else if _, err := sentOf(msg.Get("tool_calls"), msg.Get("function_call"), func(s ladder.Sent) bool { sent = append(sent, s); return true }); err != nil {
 		return ladder.Answer{}, fmt.Errorf("the upstream's reply is malformed: %w", err)
 	}
 	w.history, w.pending = w.pending, nil

@@ -60,7 +60,9 @@ func (q *Request) Usage(body []byte) (prompt, completion int64, ok bool) {
 	if !u.IsObject() {
 		return 0, 0, false
 	}
-	return u.Get("prompt_tokens").Int(), u.Get("completion_tokens").Int(), true
+	var n [2]gjson.Result
+	wire.Fields(u, usageFields, n[:])
+	return n[0].Int(), n[1].Int(), true
 }
 
 // Turns checks the tool calls of every choice of a chat completion (read
@@ -82,11 +84,15 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 	}
 	var out []*ladder.Turn
 	var err error
+	var choice [2]gjson.Result  // message, finish_reason
+	var message [3]gjson.Result // tool_calls, function_call, content
 	eachChoice(m, choices, func(k int, v gjson.Result) bool {
-		msg := v.Get("message")
-		cutOff := v.Get("finish_reason").String() == "length"
+		wire.Fields(v, choiceFields, choice[:])
+		msg, cutOff := choice[0], choice[1].String() == "length"
+		wire.Fields(msg, messageFields, message[:])
+		content := message[2]
 		var calls []*ladder.Call
-		legacy, perr := sentOf(msg, func(s ladder.Sent) bool {
+		legacy, perr := sentOf(message[0], message[1], func(s ladder.Sent) bool {
 			if ctx != nil && ctx.Err() != nil {
 				// The client left: no more work for it.
 				err = ctx.Err()
@@ -97,9 +103,9 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 		})
 		output, converted, rest := false, false, ""
 		if len(calls) == 0 && err == nil && perr == nil {
-			if c := msg.Get("content"); c.Type == gjson.String {
+			if content.Type == gjson.String {
 				var sent []ladder.Sent
-				if sent, rest = x.TextCalls(c.Str, k); sent != nil {
+				if sent, rest = x.TextCalls(content.Str, k); sent != nil {
 					for _, s := range sent {
 						calls = append(calls, x.Check(s, 0, true, cutOff))
 					}
@@ -138,7 +144,7 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 			output:      output,
 			converted:   converted,
 			rest:        rest,
-			lastContent: rawOrNull(msg.Get("content")),
+			lastContent: rawOrNull(content),
 		}
 		if converted {
 			t.lastContent = contentOrNull(rest)
@@ -171,14 +177,14 @@ func (q *Request) content(msg gjson.Result) (ladder.Sent, bool, error) {
 	return ladder.Sent{Name: ladder.OutputTool, Tool: q.output, Args: args}, true, nil
 }
 
-// sentOf reads the calls of one assistant message, handing each to add
-// until it returns false, and reports whether the message holds a legacy
+// sentOf reads the calls of one assistant message (its tool_calls and
+// function_call members, either absent), handing each to add until it
+// returns false, and reports whether the message holds a legacy
 // function_call. Calls in a shape that no client expects are an error, not
 // "no calls": a client may still find calls there (a tool_calls object, or
 // a function_call that openai-node exposes next to tool_calls), which
 // would then reach it unchecked.
-func sentOf(msg gjson.Result, add func(ladder.Sent) bool) (bool, error) {
-	tcs, fc := msg.Get("tool_calls"), msg.Get("function_call")
+func sentOf(tcs, fc gjson.Result, add func(ladder.Sent) bool) (bool, error) {
 	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
 		return false, errors.New("message.tool_calls is not an array")
 	}
@@ -212,16 +218,34 @@ func sentOf(msg gjson.Result, add func(ladder.Sent) bool) (bool, error) {
 
 // sentCall reads a tool_calls entry, or a legacy function_call object.
 func sentCall(raw gjson.Result, legacy bool) ladder.Sent {
-	fn := raw.Get("function")
+	var id, name, args gjson.Result
 	if legacy {
-		fn = raw
+		var f [3]gjson.Result
+		wire.Fields(raw, legacyFields, f[:])
+		id, name, args = f[0], f[1], f[2]
+	} else {
+		var c, f [2]gjson.Result
+		wire.Fields(raw, callFields, c[:])
+		wire.Fields(c[1], functionFields, f[:])
+		id, name, args = c[0], f[0], f[1]
 	}
-	s := ladder.Sent{ID: raw.Get("id").String(), Name: fn.Get("name").String(), Raw: raw.Raw}
-	if a := fn.Get("arguments"); a.Exists() {
-		s.Args = a.Raw
+	s := ladder.Sent{ID: id.String(), Name: name.String(), Raw: raw.Raw}
+	if args.Exists() {
+		s.Args = args.Raw
 	}
 	return s
 }
+
+// The members a reply's choices, messages and calls are read for, each
+// object in one pass (wire.Fields).
+var (
+	choiceFields   = []string{"message", "finish_reason"}
+	messageFields  = []string{"tool_calls", "function_call", "content"}
+	callFields     = []string{"id", "function"}
+	functionFields = []string{"name", "arguments"}
+	legacyFields   = []string{"id", "name", "arguments"}
+	usageFields    = []string{"prompt_tokens", "completion_tokens"}
+)
 
 // contentOrNull is a content as JSON: null when it is empty.
 func contentOrNull(s string) string {

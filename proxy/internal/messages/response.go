@@ -56,9 +56,14 @@ func (q *Request) Usage(body []byte) (in, out int64, ok bool) {
 	if !u.IsObject() {
 		return 0, 0, false
 	}
-	in = u.Get("input_tokens").Int() + u.Get("cache_creation_input_tokens").Int() + u.Get("cache_read_input_tokens").Int()
-	return in, u.Get("output_tokens").Int(), true
+	var n [4]gjson.Result
+	wire.Fields(u, usageFields, n[:])
+	return n[0].Int() + n[1].Int() + n[2].Int(), n[3].Int(), true
 }
+
+// usageFields are the members of a usage object that Usage reads: the
+// three kinds of input tokens, then the output tokens.
+var usageFields = []string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
 
 // cutOff reports whether a reply stopped at the model's output limit.
 func cutOff(resp gjson.Result) bool { return resp.Get("stop_reason").Str == "max_tokens" }

@@ -76,8 +76,13 @@ func usageAt(u gjson.Result) (in, out int64, ok bool) {
 	if !u.IsObject() {
 		return 0, 0, false
 	}
-	return u.Get("input_tokens").Int(), u.Get("output_tokens").Int(), true
+	var n [2]gjson.Result
+	wire.Fields(u, usageFields, n[:])
+	return n[0].Int(), n[1].Int(), true
 }
+
+// usageFields are the members of a usage object that Usage reads.
+var usageFields = []string{"input_tokens", "output_tokens"}
 
 // cutOff reports whether a response (a gjson.Result or a wire.Value)
 // stopped at the model's output limit.

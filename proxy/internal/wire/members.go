@@ -360,3 +360,31 @@ func plainPath(path string) int {
 	}
 	return dot
 }
+
+// Fields reads the members of the object obj named in names, in one pass
+// over it: out[i] becomes what obj.Get(names[i]) is, an empty Result when
+// obj has no such member or is not an object. gjson reads an object from
+// its start for each lookup, past every member before the one it looks
+// for; Fields reads it once, stopping when it has found every name. obj
+// must be valid JSON, as what a strict reading accepted is. The names must
+// be distinct plain member names (see plainPath), and out at least as long;
+// each is matched as gjson matches it: against the member's name unescaped,
+// the first of two members of one name.
+func Fields(obj gjson.Result, names []string, out []gjson.Result) {
+	out = out[:len(names)]
+	clear(out)
+	if !obj.IsObject() {
+		return
+	}
+	left := len(names)
+	obj.ForEach(func(k, v gjson.Result) bool {
+		for i, n := range names {
+			if k.Str == n && !out[i].Exists() {
+				out[i] = v
+				left--
+				break
+			}
+		}
+		return left > 0
+	})
+}

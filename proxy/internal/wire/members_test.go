@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ var membersSeeds = []string{
 	`{"messages":"not an array","model":{"a":[1,2,{"b":"}"}]}}`,
 	`{"messages":[],"tools":[{"type":"function"}],"other":true}`,
 	`{}`,
-	`[1,2]`,
+	`[1,2]`, `{"0":[null]}`,
 	`"text"`,
 	`{"a":"\u00e9\ud83d\ude00","messages":[{"content":"line\nbreak \"quoted\""}]}`,
 }
@@ -76,6 +77,20 @@ func checkMembers(t *testing.T, body []byte) {
 			t.Fatalf("%q: Value.Get(%q) = %#v, gjson finds %#v", body, p, got, want)
 		}
 	}
+	// Fields finds in one pass what gjson finds member by member, in the
+	// body and in each of its objects one level down.
+	names := []string{"messages", "role", "content", "missing", "a", "b", "model"}
+	for _, mb := range m.top {
+		if plainPath(mb.name) == len(mb.name) && !slices.Contains(names, mb.name) {
+			names = append(names, mb.name)
+		}
+	}
+	checkFields(t, whole, names)
+	whole.ForEach(func(_, v gjson.Result) bool {
+		checkFields(t, v, names)
+		v.ForEach(func(_, w gjson.Result) bool { checkFields(t, w, names); return true })
+		return true
+	})
 	spans, ok := m.Items()
 	lspans, lok := loose.Items()
 	if ok != lok || len(spans) != len(lspans) {
@@ -149,4 +164,44 @@ func manyMembers(n int) []byte {
 	}
 	b.WriteString(`}`)
 	return []byte(b.String())
+}
+
+// checkFields fails t when Fields, for names (distinct, none empty) and for
+// each of its names alone, does not find in obj what obj.Get finds.
+func checkFields(t *testing.T, obj gjson.Result, names []string) {
+	t.Helper()
+	out := make([]gjson.Result, len(names))
+	Fields(obj, names, out)
+	for i, n := range names {
+		var one [1]gjson.Result
+		Fields(obj, names[i:i+1], one[:])
+		want := obj.Get(n)
+		for _, got := range []gjson.Result{out[i], one[0]} {
+			if got.Raw != want.Raw || got.Type != want.Type || got.Str != want.Str || got.Num != want.Num || want.Exists() && got.Index != want.Index {
+				t.Fatalf("%q: Fields finds %q as %#v, gjson finds %#v", obj.Raw, n, got, want)
+			}
+		}
+	}
+}
+
+// TestFields: Fields reads members as gjson's Get does, in the cases where
+// a reading of its own could differ: a name escaped, a name twice, a value
+// that is not an object, and an object within a body (its Index).
+func TestFields(t *testing.T) {
+	names := []string{"id", "function", "name", "arguments", "absent"}
+	for _, body := range []string{
+		`{"id":"call_1","type":"function","function":{"name":"click","arguments":"{\"a\":1}"}}`,
+		`{"\u0069d":"escaped name","function":null}`,
+		`{"id":"first","id":"second","name":{"x":[1,{"id":2}]}}`,
+		`{"arguments":"x","name":1.5e3,"id":true}`,
+		`[{"id":1}]`, `"id"`, `null`, `{}`, ``,
+	} {
+		checkFields(t, gjson.Parse(body), names)
+		checkFields(t, gjson.Get(`{"x": `+body+`}`, "x"), names) // Index past 0
+	}
+	// The first of two members of one name is kept, as gjson keeps it.
+	var out [1]gjson.Result
+	if Fields(gjson.Parse(`{"id":"first","id":"second"}`), []string{"id"}, out[:]); out[0].Str != "first" {
+		t.Errorf("Fields kept %q of two ids, want the first", out[0].Str)
+	}
 }
