@@ -61,7 +61,7 @@ func (w *recorder) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	if w.bytes == 0 && len(p) > 0 && w.firstStreamByte != nil && strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+	if w.bytes == 0 && len(p) > 0 && w.firstStreamByte != nil && strings.HasPrefix(headerGet(w.Header(), "Content-Type"), "text/event-stream") {
 		w.firstStreamByte()
 	}
 	n, err := w.ResponseWriter.Write(p)

@@ -86,7 +86,7 @@ func (ex *exchange) send(ctx context.Context, rt http.RoundTripper, outreq *http
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	req.Header.Del("Content-Length")
+	headerDel(req.Header, "Content-Length")
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return 0, nil, err

@@ -39,10 +39,10 @@ func (k keyring) allows(r *http.Request) bool {
 // OpenAI clients send it, or else an x-api-key, as the Anthropic clients
 // send it.
 func clientToken(r *http.Request) (string, bool) {
-	if tok, ok := bearer(r.Header.Get("Authorization")); ok {
+	if tok, ok := bearer(headerGet(r.Header, "Authorization")); ok {
 		return tok, true
 	}
-	tok := strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	tok := strings.TrimSpace(headerGet(r.Header, "X-Api-Key"))
 	return tok, tok != ""
 }
 

@@ -101,7 +101,7 @@ func (b *breaker) RoundTrip(req *http.Request) (*http.Response, error) {
 	// half-open breaker lets no other request through until its probe is
 	// judged.
 	resp.Body = &judgedBody{ReadCloser: resp.Body, ctx: req.Context(), done: done,
-		stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+		stream: strings.HasPrefix(headerGet(resp.Header, "Content-Type"), "text/event-stream")}
 	return resp, err
 }
 

@@ -106,15 +106,15 @@ func (fb *fallback) request(outreq *http.Request, path string) *http.Request {
 	u.RawPath = ""
 	req.URL, req.Host = &u, ""
 	if fb.key != "" || fb.primaryKey {
-		for _, k := range []string{"Authorization", "Api-Key", "X-Api-Key"} {
-			req.Header.Del(k)
-		}
+		headerDel(req.Header, "Authorization")
+		headerDel(req.Header, "Api-Key")
+		headerDel(req.Header, "X-Api-Key")
 	}
 	switch {
 	case fb.key != "" && path == messages.Path:
-		req.Header.Set("X-Api-Key", fb.key)
+		headerSet(req.Header, "X-Api-Key", fb.key)
 	case fb.key != "":
-		req.Header.Set("Authorization", "Bearer "+fb.key)
+		headerSet(req.Header, "Authorization", "Bearer "+fb.key)
 	}
 	return req
 }

@@ -151,7 +151,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.serve.Se
 
 func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	info := &requestInfo{start: time.Now(), id: requestID(r)}
-	w.Header().Set(requestIDHeader, info.id)
+	headerSet(w.Header(), requestIDHeader, info.id)
 	h.metrics.inFlight.Inc()
 	defer h.metrics.inFlight.Dec()
 	rec := &recorder{ResponseWriter: w, firstStreamByte: func() {
@@ -212,12 +212,12 @@ func (h *Handler) MetricsHandler() http.Handler {
 func (h *Handler) SetReady(ready bool) { h.ready.Store(ready) }
 
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
+	headerSet(w.Header(), "Content-Type", "application/json")
 	io.WriteString(w, `{"status":"ok"}`)
 }
 
 func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
+	headerSet(w.Header(), "Content-Type", "application/json")
 	if !h.ready.Load() {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, `{"status":"draining"}`)
@@ -303,17 +303,17 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 	if len(h.keys) > 0 {
 		// The client's key is toolguard's, not the upstream's: it never
 		// leaves. The upstream gets TOOLGUARD_UPSTREAM_API_KEY, if set.
-		pr.Out.Header.Del("Authorization")
-		pr.Out.Header.Del("X-Api-Key")
+		headerDel(pr.Out.Header, "Authorization")
+		headerDel(pr.Out.Header, "X-Api-Key")
 	}
 	if h.cfg.UpstreamAPIKey != "" {
 		if anthropicPath(pr.In.URL.Path) {
 			// The Messages API takes its key as x-api-key; the client's
 			// anthropic-version and anthropic-beta headers pass as sent.
-			pr.Out.Header.Del("Authorization")
-			pr.Out.Header.Set("X-Api-Key", h.cfg.UpstreamAPIKey)
+			headerDel(pr.Out.Header, "Authorization")
+			headerSet(pr.Out.Header, "X-Api-Key", h.cfg.UpstreamAPIKey)
 		} else {
-			pr.Out.Header.Set("Authorization", "Bearer "+h.cfg.UpstreamAPIKey)
+			headerSet(pr.Out.Header, "Authorization", "Bearer "+h.cfg.UpstreamAPIKey)
 		}
 	}
 	for k := range pr.Out.Header {
@@ -325,7 +325,7 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 		// Let the transport negotiate compression and decode it, so the
 		// body can be inspected, or redacted if it is an error that echoes
 		// a configured key (see sanitize); the client gets it uncompressed.
-		pr.Out.Header.Del("Accept-Encoding")
+		headerDel(pr.Out.Header, "Accept-Encoding")
 	}
 }
 

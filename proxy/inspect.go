@@ -72,7 +72,7 @@ type exchange struct {
 // come in: no client learns what another sent.
 func (h *Handler) historyUse(r *http.Request, f format) *ladder.HistoryUse {
 	return h.history.Use(h.history.Scope(f.name,
-		r.Header.Get("Authorization"), r.Header.Get("Api-Key"), r.Header.Get("X-Api-Key")))
+		headerGet(r.Header, "Authorization"), headerGet(r.Header, "Api-Key"), headerGet(r.Header, "X-Api-Key")))
 }
 
 // inspectRoute is the handler of a route whose replies are inspected in
@@ -193,7 +193,7 @@ func (ex *exchange) inspect(resp *http.Response) error {
 	// A successful reply is judged by its body, not its label: a stream or a
 	// completion served as text/plain must be checked all the same, or its
 	// calls would reach the client unchecked.
-	mt := resp.Header.Get("Content-Type")
+	mt := headerGet(resp.Header, "Content-Type")
 	if mt != "application/json" {
 		// Parsing allocates a map of parameters; the plain label, the
 		// usual one, is already its own media type.
@@ -202,7 +202,7 @@ func (ex *exchange) inspect(resp *http.Response) error {
 	if mt == "text/event-stream" || (mt != "application/json" && looksLikeSSE(resp)) {
 		if mt != "text/event-stream" {
 			// Label it for what it is, so clients parse it as a stream.
-			resp.Header.Set("Content-Type", "text/event-stream")
+			headerSet(resp.Header, "Content-Type", "text/event-stream")
 		}
 		ex.stream(resp)
 		return nil
@@ -223,8 +223,8 @@ func (ex *exchange) inspect(resp *http.Response) error {
 	if status != 0 && status != resp.StatusCode {
 		resp.StatusCode = status
 		resp.Status = strconv.Itoa(status) + " " + http.StatusText(status)
-		resp.Header.Set("Content-Type", "application/json")
-		resp.Header.Set("X-Should-Retry", "false")
+		headerSet(resp.Header, "Content-Type", "application/json")
+		headerSet(resp.Header, "X-Should-Retry", "false")
 	}
 	setBody(resp, body)
 	ex.setHeaders(resp.Header)
@@ -309,7 +309,7 @@ func (ex *exchange) stream(resp *http.Response) {
 	}
 	resp.Body = s
 	resp.ContentLength = -1
-	resp.Header.Del("Content-Length")
+	headerDel(resp.Header, "Content-Length")
 }
 
 // session is what a format's stream handling needs of the exchange.
@@ -376,6 +376,6 @@ func readLimited(r io.Reader, size, limit int64) ([]byte, error) {
 func setBody(resp *http.Response, b []byte) {
 	resp.Body = io.NopCloser(bytes.NewReader(b))
 	resp.ContentLength = int64(len(b))
-	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+	headerSet(resp.Header, "Content-Length", strconv.Itoa(len(b)))
 	resp.TransferEncoding = nil
 }

@@ -33,7 +33,7 @@ type requestPolicy struct {
 // client relying on an override learns at once that it does not apply.
 func (h *Handler) requestPolicyOf(r *http.Request) (requestPolicy, *apiError) {
 	p := requestPolicy{cfg: &h.cfg, maxReasks: -1}
-	if v := strings.TrimSpace(r.Header.Get(headerMode)); v != "" {
+	if v := strings.TrimSpace(headerGet(r.Header, headerMode)); v != "" {
 		m := policy.Mode(strings.ToLower(v))
 		switch {
 		case !m.Valid():
@@ -43,7 +43,7 @@ func (h *Handler) requestPolicyOf(r *http.Request) (requestPolicy, *apiError) {
 		}
 		p.mode = m
 	}
-	if v := strings.TrimSpace(r.Header.Get(headerResponseFormat)); v != "" {
+	if v := strings.TrimSpace(headerGet(r.Header, headerResponseFormat)); v != "" {
 		m := policy.Mode(strings.ToLower(v))
 		switch {
 		case !m.Valid():
@@ -53,7 +53,7 @@ func (h *Handler) requestPolicyOf(r *http.Request) (requestPolicy, *apiError) {
 		}
 		p.output = m
 	}
-	if v := strings.TrimSpace(r.Header.Get(headerMaxReasks)); v != "" {
+	if v := strings.TrimSpace(headerGet(r.Header, headerMaxReasks)); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return p, badHeader(headerMaxReasks + ": " + strconv.Quote(v) + " is not a whole number")

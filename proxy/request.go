@@ -80,9 +80,9 @@ func checkRequest(r *http.Request) *apiError {
 	if !strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Path != "/v1" {
 		return nil
 	}
-	if r.Header.Get("Upgrade") != "" || headerHasToken(r.Header, "Connection", "upgrade") {
+	if headerGet(r.Header, "Upgrade") != "" || headerHasToken(r.Header, "Connection", "upgrade") {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "upgrade_refused",
-			Msg: "toolguard does not switch protocols (Upgrade: " + wire.Clip(r.Header.Get("Upgrade"), 40) + "): the traffic inside would not be inspected"}
+			Msg: "toolguard does not switch protocols (Upgrade: " + wire.Clip(headerGet(r.Header, "Upgrade"), 40) + "): the traffic inside would not be inspected"}
 	}
 	for _, h := range []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"} {
 		if _, ok := r.Header[h]; ok {
@@ -153,7 +153,7 @@ func ambiguousPath(r *http.Request) string {
 // headerHasToken reports whether a comma-separated header holds token, in
 // any letter case.
 func headerHasToken(h http.Header, name, token string) bool {
-	for _, v := range h.Values(name) {
+	for _, v := range headerValues(h, name) {
 		for _, t := range strings.Split(v, ",") {
 			if strings.EqualFold(strings.TrimSpace(t), token) {
 				return true
@@ -194,7 +194,7 @@ func readRequest(r *http.Request, body []byte, max int64, budget *byteBudget, f 
 // "tools" member say. Two Content-Type headers are refused as well:
 // servers differ in which they read.
 func checkCharset(h http.Header) *apiError {
-	cts := h.Values("Content-Type")
+	cts := headerValues(h, "Content-Type")
 	if len(cts) > 1 {
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "request_ambiguous",
 			Msg: "the request has more than one Content-Type header: servers differ in which they read"}
@@ -243,7 +243,7 @@ const decodeFloor = 1 << 20
 // Content-Encoding is removed: the decoded body goes upstream.
 func decodeBody(r *http.Request, body []byte, max int64, budget *byteBudget) (_ []byte, release func(), _ *apiError) {
 	release = func() {}
-	encs := r.Header.Values("Content-Encoding")
+	encs := headerValues(r.Header, "Content-Encoding")
 	if len(encs) > 1 {
 		return nil, release, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_content_encoding",
 			Msg: "the request has more than one Content-Encoding header: send one, gzip or deflate"}
@@ -253,7 +253,7 @@ func decodeBody(r *http.Request, body []byte, max int64, budget *byteBudget) (_ 
 		enc = strings.ToLower(strings.TrimSpace(encs[0]))
 	}
 	if enc == "" || enc == "identity" {
-		r.Header.Del("Content-Encoding")
+		headerDel(r.Header, "Content-Encoding")
 		return body, release, nil
 	}
 	// bytes.Reader is an io.ByteReader: the decompressors read from it
@@ -300,7 +300,7 @@ func decodeBody(r *http.Request, body []byte, max int64, budget *byteBudget) (_ 
 		return nil, release, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_error",
 			Msg: fmt.Sprintf("the request body holds %d bytes after its %s stream (another gzip member, or data): send the body as one stream", in.Len(), enc)}
 	}
-	r.Header.Del("Content-Encoding")
+	headerDel(r.Header, "Content-Encoding")
 	return out, release, nil
 }
 

@@ -19,7 +19,7 @@ const requestIDHeader = "X-Toolguard-Request-Id"
 // further than that: it reaches the log, so it may hold no spaces or control
 // characters.
 func requestID(r *http.Request) string {
-	if id := r.Header.Get("X-Request-Id"); plainToken(id) {
+	if id := headerGet(r.Header, "X-Request-Id"); plainToken(id) {
 		return id
 	}
 	var b [8]byte
