@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/repair"
@@ -31,6 +33,9 @@ type requestInfo struct {
 	// proxy: its hooks find it here, so the request needs no context (and
 	// no copy of itself) of its own for it.
 	inspected *exchange
+	// rec records the response on its way out (serveHTTP's writer), held
+	// here so that one allocation serves both.
+	rec recorder
 }
 
 type requestInfoKey struct{}
@@ -45,9 +50,10 @@ type recorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
-	// firstStreamByte, if set, is called when the first byte of an event
-	// stream is written.
-	firstStreamByte func()
+	// firstByte, if set, observes the seconds from start to the first
+	// byte of an event stream.
+	firstByte prometheus.Observer
+	start     time.Time
 }
 
 func (w *recorder) WriteHeader(code int) {
@@ -61,8 +67,8 @@ func (w *recorder) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	if w.bytes == 0 && len(p) > 0 && w.firstStreamByte != nil && strings.HasPrefix(headerGet(w.Header(), "Content-Type"), "text/event-stream") {
-		w.firstStreamByte()
+	if w.bytes == 0 && len(p) > 0 && w.firstByte != nil && strings.HasPrefix(headerGet(w.Header(), "Content-Type"), "text/event-stream") {
+		w.firstByte.Observe(time.Since(w.start).Seconds())
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.bytes += int64(n)
@@ -254,37 +260,42 @@ type timedTransport struct {
 }
 
 func (t *timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	start := time.Now()
-	info := requestInfoFrom(req.Context())
-	done := func() {
-		d := time.Since(start)
-		t.observe(d)
-		if info != nil {
-			info.upstreamNanos.Add(int64(d))
-		}
-	}
+	tb := &timedBody{t: t, start: time.Now(), info: requestInfoFrom(req.Context())}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
-		done()
+		tb.done()
 		return nil, err
 	}
-	if info != nil {
-		info.upstreamStatus.Store(int64(resp.StatusCode))
+	if tb.info != nil {
+		tb.info.upstreamStatus.Store(int64(resp.StatusCode))
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		// The body is the upgraded connection; ReverseProxy needs it as it is.
-		done()
+		tb.done()
 		return resp, nil
 	}
-	resp.Body = &timedBody{ReadCloser: resp.Body, done: done}
+	tb.ReadCloser = resp.Body
+	resp.Body = tb
 	return resp, nil
 }
 
-// timedBody calls done once, at the end of the body or when it is closed.
+// timedBody measures its upstream request once, at the end of the body or
+// when it is closed.
 type timedBody struct {
 	io.ReadCloser
-	once sync.Once
-	done func()
+	t     *timedTransport
+	start time.Time
+	info  *requestInfo // nil outside a request toolguard serves
+	once  sync.Once
+}
+
+// done records the time since the request was sent.
+func (b *timedBody) done() {
+	d := time.Since(b.start)
+	b.t.observe(d)
+	if b.info != nil {
+		b.info.upstreamNanos.Add(int64(d))
+	}
 }
 
 func (b *timedBody) Read(p []byte) (int, error) {

@@ -154,9 +154,8 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	headerSet(w.Header(), requestIDHeader, info.id)
 	h.metrics.inFlight.Inc()
 	defer h.metrics.inFlight.Dec()
-	rec := &recorder{ResponseWriter: w, firstStreamByte: func() {
-		h.metrics.firstByte.Observe(time.Since(info.start).Seconds())
-	}}
+	info.rec = recorder{ResponseWriter: w, firstByte: h.metrics.firstByte, start: info.start}
+	rec := &info.rec
 	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 	defer h.finish(rec, r, info)
 	if len(h.keys) > 0 && !openPath(r.URL.Path) && !h.keys.allows(r) {

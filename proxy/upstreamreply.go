@@ -45,15 +45,8 @@ func (h *Handler) sanitize(resp *http.Response) error {
 			}
 		}
 	}
-	for _, k := range []string{"Location", "Content-Location"} {
-		if loc := resp.Header.Get(k); loc != "" {
-			if out, ok := h.clientLocation(loc); ok {
-				resp.Header.Set(k, out)
-			} else {
-				resp.Header.Del(k)
-			}
-		}
-	}
+	h.relocate(resp.Header, "Location")
+	h.relocate(resp.Header, "Content-Location")
 	if len(secrets) == 0 || (resp.StatusCode >= 200 && resp.StatusCode <= 299) {
 		return nil
 	}
@@ -65,6 +58,18 @@ func (h *Handler) sanitize(resp *http.Response) error {
 	}
 	setBody(resp, redactBytes(raw, secrets))
 	return nil
+}
+
+// relocate rewrites the redirect header name of a reply to the matching
+// path of toolguard, or removes it when there is none (see sanitize).
+func (h *Handler) relocate(hdr http.Header, name string) {
+	if loc := headerGet(hdr, name); loc != "" {
+		if out, ok := h.clientLocation(loc); ok {
+			headerSet(hdr, name, out)
+		} else {
+			headerDel(hdr, name)
+		}
+	}
 }
 
 // upstreamSecrets are the keys that an upstream's answer must not carry to
