@@ -43,6 +43,7 @@ type Options struct {
 // Handler is toolguard's http.Handler.
 type Handler struct {
 	cfg      policy.Config
+	global   policy.Rules // cfg.Rules(""), the global rules, read once: cfg does not change
 	upstream *url.URL
 	rt       http.RoundTripper
 	rp       *httputil.ReverseProxy
@@ -94,6 +95,7 @@ func New(o Options) (*Handler, error) {
 		slots:    newSlots(o.Config.MaxConcurrentUpstream),
 		decoded:  newByteBudget(decodedInFlight * o.Config.MaxBodyBytes),
 	}
+	h.global = h.cfg.Rules("")
 	h.schemas.SetMaxBytes(o.Config.SchemaCacheBytes)
 	h.secrets = upstreamSecrets(o.Config)
 	h.metrics = newMetrics(h.schemas)

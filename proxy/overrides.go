@@ -20,7 +20,10 @@ const (
 // requestPolicy is the server's configuration narrowed by the request's
 // headers: a request may ask for less work, never for more.
 type requestPolicy struct {
-	cfg       *policy.Config
+	cfg *policy.Config
+	// global is cfg.Rules(""), read once for the server: cfg does not
+	// change, and every request asks for it several times.
+	global    *policy.Rules
 	mode      policy.Mode // a cap on every tool's mode; "" for none
 	maxReasks int         // a cap on every tool's re-asks; -1 for none
 	// output is a cap on the mode for the content under a JSON
@@ -32,7 +35,7 @@ type requestPolicy struct {
 // the client's mistake, answered with a 400 rather than ignored, so that a
 // client relying on an override learns at once that it does not apply.
 func (h *Handler) requestPolicyOf(r *http.Request) (requestPolicy, *apiError) {
-	p := requestPolicy{cfg: &h.cfg, maxReasks: -1}
+	p := requestPolicy{cfg: &h.cfg, global: &h.global, maxReasks: -1}
 	if v := strings.TrimSpace(headerGet(r.Header, headerMode)); v != "" {
 		m := policy.Mode(strings.ToLower(v))
 		switch {
@@ -72,8 +75,12 @@ func badHeader(msg string) *apiError {
 // mode is TOOLGUARD_RESPONSE_FORMAT and whose failure is never a drop:
 // content is not a call that can be left out).
 func (p *requestPolicy) Rules(tool string) policy.Rules {
-	if tool == ladder.OutputTool {
-		r := p.cfg.Rules("")
+	var r policy.Rules
+	switch tool {
+	case "":
+		r = *p.global
+	case ladder.OutputTool:
+		r = *p.global
 		r.Mode = r.Mode.Cap(p.cfg.ResponseFormat)
 		if p.output != "" {
 			r.Mode = r.Mode.Cap(p.output)
@@ -81,10 +88,9 @@ func (p *requestPolicy) Rules(tool string) policy.Rules {
 		if r.OnFailure == policy.FailDrop {
 			r.OnFailure = policy.FailError
 		}
-		p.capped(&r)
-		return r
+	default:
+		r = p.cfg.Rules(tool)
 	}
-	r := p.cfg.Rules(tool)
 	p.capped(&r)
 	return r
 }
