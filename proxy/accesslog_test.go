@@ -99,6 +99,11 @@ func TestLogsNeverHoldSecrets(t *testing.T) {
 						t.Errorf("chat completion line lacks %s: %v", k, l)
 					}
 				}
+				// The upstream's time is measured (timedTransport) and
+				// within the request's.
+				if up, _ := l["upstream_ms"].(float64); up <= 0 || up > l["duration_ms"].(float64) {
+					t.Errorf("upstream_ms %v, duration_ms %v", l["upstream_ms"], l["duration_ms"])
+				}
 				if !strings.Contains(l["gave_up"].(string), "[redacted]") {
 					t.Errorf("gave_up does not show the redaction: %v", l["gave_up"])
 				}
