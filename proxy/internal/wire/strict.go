@@ -330,9 +330,10 @@ var strictPool = sync.Pool{New: func() any {
 // that s describes.
 func walkStrict(d *jsontext.Decoder, s Shape) error {
 	if s == nil {
-		// Still tokenised: jsontext checks duplicate names, UTF-8 and
-		// syntax in values toolguard does not read.
-		if err := d.SkipValue(); err != nil {
+		// Read whole, in one call, and still checked: jsontext checks
+		// duplicate names, UTF-8 and syntax in values toolguard does not
+		// read (SkipValue would check the same a token at a time).
+		if _, err := d.ReadValue(); err != nil {
 			return syntaxError(d, err)
 		}
 		return nil
