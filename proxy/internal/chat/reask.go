@@ -128,6 +128,8 @@ func (q *Request) Answer(t *ladder.Turn, reply []byte) (ladder.Answer, error) {
 		return ladder.Answer{}, fmt.Errorf("the upstream's reply cannot be read unambiguously: %w", err)
 	}
 	msg := gjson.GetBytes(reply, "choices.0.message")
+	var message [3]gjson.Result // tool_calls, function_call, content
+	wire.Fields(msg, messageFields, message[:])
 	w := turnOf(t)
 	var sent []ladder.Sent
 	if w.output {
@@ -138,10 +140,10 @@ func (q *Request) Answer(t *ladder.Turn, reply []byte) (ladder.Answer, error) {
 		if ok {
 			sent = append(sent, s)
 		}
-	} else if _, err := sentOf(msg.Get("tool_calls"), msg.Get("function_call"), func(s ladder.Sent) bool { sent = append(sent, s); return true }); err != nil {
+	} else if _, err := sentOf(message[0], message[1], func(s ladder.Sent) bool { sent = append(sent, s); return true }); err != nil {
 		return ladder.Answer{}, fmt.Errorf("the upstream's reply is malformed: %w", err)
 	}
 	w.history, w.pending = w.pending, nil
-	w.lastContent = rawOrNull(msg.Get("content"))
+	w.lastContent = rawOrNull(message[2])
 	return ladder.Answer{Sent: sent, CutOff: gjson.GetBytes(reply, "choices.0.finish_reason").String() == "length"}, nil
 }
