@@ -124,6 +124,10 @@ func TestWellFormedRepliesStillPass(t *testing.T) {
 			body: `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"function_call":{"name":"click","arguments":"{\"selector\":\"#a\"}"}},"finish_reason":"function_call"}]}`},
 		{name: "empty tool_calls and function_call", outcome: "valid",
 			body: `{"choices":[{"index":0,"message":{"role":"assistant","tool_calls":[],"function_call":{"name":"click","arguments":"{\"selector\":\"#a\"}"}},"finish_reason":"function_call"}]}`},
+		// Names escaped as clients unescape them: the call is found and
+		// checked (valid, not none).
+		{name: "escaped member names", outcome: "valid",
+			body: `{"choices":[{"index":0,"m\u0065ssage":{"role":"assistant","tool\u005fcalls":[{"\u0069d":"c1","type":"function","f\u0075nction":{"n\u0061me":"click","\u0061rguments":"{\"selector\":\"#a\"}"}}]},"finish_reason":"tool_calls"}]}`},
 		{name: "vendor fields in any case", outcome: "none",
 			body: `{"choices":[{"index":0,"message":{"role":"assistant","content":"hi","Extra":{"a":1}}}],"systemFingerprint":"x"}`},
 	}
