@@ -66,3 +66,54 @@ func TestGuessesGoToReask(t *testing.T) {
 		})
 	}
 }
+
+// TestMendedCallsAreWrittenInPlace: a mended call goes back to the client
+// in the reply the model sent, with only its arguments (and a mended name)
+// written over: every other byte (spacing, member order, escapes, vendor
+// fields, the other calls and choices) is the model's.
+func TestMendedCallsAreWrittenInPlace(t *testing.T) {
+	pretty := "{\n  \"id\": \"chatcmpl-1\",\n  \"choices\": [\n    {\n      \"index\": 0,\n      \"message\": {\n" +
+		"        \"role\": \"assistant\",\n        \"content\": null,\n        \"tool_calls\": [\n          {\n" +
+		"            \"id\": \"c1\",\n            \"type\": \"function\",\n            \"function\": {\n" +
+		"              \"name\": \"click\",\n              \"arguments\": \"{\\\"Selector\\\": \\\"#a\\\"}\"\n" +
+		"            }\n          }\n        ]\n      },\n      \"finish_reason\": \"tool_calls\"\n    }\n  ],\n" +
+		"  \"usage\": {\"prompt_tokens\": 1, \"completion_tokens\": 1, \"total_tokens\": 2},\n  \"x_vendor\": {\"k\": [1, 2]}\n}\n"
+	for _, tc := range []struct{ name, reply, from, to string }{
+		{name: "spaced reply", reply: pretty,
+			from: `"{\"Selector\": \"#a\"}"`, to: `"{\"selector\":\"#a\"}"`},
+		{name: "second of two calls",
+			reply: toolReply(`{"total_tokens":1}`, clickCall("c1", `"{\"selector\":\"#a\"}"`), clickCall("c2", `"{\"Selector\":\"#b\"}"`)),
+			from:  `"{\"Selector\":\"#b\"}"`, to: `"{\"selector\":\"#b\"}"`},
+		{name: "second choice",
+			reply: `{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"},` +
+				`{"index":1,"message":{"role":"assistant","tool_calls":[` + clickCall("c1", `"{'selector': '#a'}"`) + `]},"finish_reason":"tool_calls"}]}`,
+			from: `"{'selector': '#a'}"`, to: `"{\"selector\":\"#a\"}"`},
+		{name: "arguments as an object",
+			reply: toolReply(`{"total_tokens":1}`, clickCall("c1", `{"Selector":"#a"}`)),
+			from:  `{"Selector":"#a"}`, to: `"{\"selector\":\"#a\"}"`},
+		{name: "name after arguments, in another style",
+			reply: toolReply(`{"total_tokens":1}`, `{"id":"c1","type":"function","function":{"arguments":"{\"Selector\":\"#a\"}","name":"Click"}}`),
+			from:  `{"arguments":"{\"Selector\":\"#a\"}","name":"Click"}`, to: `{"arguments":"{\"selector\":\"#a\"}","name":"click"}`},
+		{name: "escaped member names",
+			reply: toolReply(`{"total_tokens":1}`, `{"id":"c1","type":"function","f\u0075nction":{"n\u0061me":"click","\u0061rguments":"\"#a\""}}`),
+			from:  `"\u0061rguments":"\"#a\""`, to: `"\u0061rguments":"{\"selector\":\"#a\"}"`},
+		{name: "legacy function_call",
+			reply: `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"function_call":{"name":"click","arguments":"{\"Selector\":\"<a&b>\"}"}},"finish_reason":"function_call"}]}`,
+			from:  `"{\"Selector\":\"<a&b>\"}"`, to: `"{\"selector\":\"<a&b>\"}"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(tc.reply, tc.from) {
+				t.Fatalf("the reply does not hold %s", tc.from)
+			}
+			up := newUpstream(t, reply{Body: tc.reply})
+			srv, _ := guard(t, up, nil)
+			resp, body := post(t, srv, "/v1/chat/completions", clickRequest(""))
+			if header(resp, "X-Toolguard-Outcome") != "repaired" {
+				t.Fatalf("outcome %q, want repaired: %s", header(resp, "X-Toolguard-Outcome"), body)
+			}
+			if want := strings.Replace(tc.reply, tc.from, tc.to, 1); string(body) != want {
+				t.Errorf("body\n got %s\nwant %s", body, want)
+			}
+		})
+	}
+}
