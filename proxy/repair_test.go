@@ -102,18 +102,26 @@ func TestMendedCallsAreWrittenInPlace(t *testing.T) {
 			from:  `"{\"Selector\":\"<a&b>\"}"`, to: `"{\"selector\":\"<a&b>\"}"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if !strings.Contains(tc.reply, tc.from) {
-				t.Fatalf("the reply does not hold %s", tc.from)
-			}
-			up := newUpstream(t, reply{Body: tc.reply})
-			srv, _ := guard(t, up, nil)
-			resp, body := post(t, srv, "/v1/chat/completions", clickRequest(""))
-			if header(resp, "X-Toolguard-Outcome") != "repaired" {
-				t.Fatalf("outcome %q, want repaired: %s", header(resp, "X-Toolguard-Outcome"), body)
-			}
-			if want := strings.Replace(tc.reply, tc.from, tc.to, 1); string(body) != want {
-				t.Errorf("body\n got %s\nwant %s", body, want)
-			}
+			checkWrittenInPlace(t, "/v1/chat/completions", clickRequest(""), tc.reply, tc.from, tc.to)
 		})
+	}
+}
+
+// checkWrittenInPlace sends request to path, in front of an upstream that
+// answers sent, and checks that the call is repaired and that the client
+// gets sent with from replaced by to, every other byte as it was.
+func checkWrittenInPlace(t *testing.T, path, request, sent, from, to string) {
+	t.Helper()
+	if !strings.Contains(sent, from) {
+		t.Fatalf("the reply does not hold %s", from)
+	}
+	up := newUpstream(t, reply{Body: sent})
+	srv, _ := guard(t, up, nil)
+	resp, body := post(t, srv, path, request)
+	if header(resp, "X-Toolguard-Outcome") != "repaired" {
+		t.Fatalf("outcome %q, want repaired: %s", header(resp, "X-Toolguard-Outcome"), body)
+	}
+	if want := strings.Replace(sent, from, to, 1); string(body) != want {
+		t.Errorf("body\n got %s\nwant %s", body, want)
 	}
 }

@@ -176,7 +176,8 @@ func BenchmarkTokenisers(b *testing.B) {
 // call (the load test's replies: valid, and a key in the wrong letter case
 // that is repaired), as exchange.inspect runs them; and a response of the
 // Responses API with a valid call, which echoes its request's instructions
-// (2 KB here) and tools before its usage, as OpenAI's do.
+// (2 KB here) and tools before its usage, as OpenAI's do, and the same
+// with the key in the wrong letter case.
 func BenchmarkReplyRead(b *testing.B) {
 	chatReply := func(args string) string {
 		return `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test-2025",` +
@@ -187,13 +188,15 @@ func BenchmarkReplyRead(b *testing.B) {
 	tools := `[{"type":"function","name":"click","description":"Click an element","strict":false,` +
 		`"parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]`
 	instructions := wire.Quote(strings.Repeat("You operate a web browser for the user. ", 50))
-	responsesReply := `{"id":"resp_1","object":"response","created_at":1,"status":"completed","error":null,` +
-		`"incomplete_details":null,"instructions":` + instructions + `,"max_output_tokens":null,"model":"gpt-test-2025",` +
-		`"output":[{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"selector\":\"#login-button\"}",` +
-		`"call_id":"call_Xc4Aiih37EUJvqjoZlu4Vdoi","name":"click"}],"parallel_tool_calls":true,"previous_response_id":null,` +
-		`"reasoning":{"effort":null,"summary":null},"store":false,"temperature":1.0,"text":{"format":{"type":"text"}},` +
-		`"tool_choice":"auto","tools":` + tools + `,"top_p":1.0,"truncation":"disabled",` +
-		`"usage":{"input_tokens":82,"output_tokens":17,"total_tokens":99},"user":null,"metadata":{}}`
+	responsesReply := func(args string) string {
+		return `{"id":"resp_1","object":"response","created_at":1,"status":"completed","error":null,` +
+			`"incomplete_details":null,"instructions":` + instructions + `,"max_output_tokens":null,"model":"gpt-test-2025",` +
+			`"output":[{"id":"fc_1","type":"function_call","status":"completed","arguments":"` + args + `",` +
+			`"call_id":"call_Xc4Aiih37EUJvqjoZlu4Vdoi","name":"click"}],"parallel_tool_calls":true,"previous_response_id":null,` +
+			`"reasoning":{"effort":null,"summary":null},"store":false,"temperature":1.0,"text":{"format":{"type":"text"}},` +
+			`"tool_choice":"auto","tools":` + tools + `,"top_p":1.0,"truncation":"disabled",` +
+			`"usage":{"input_tokens":82,"output_tokens":17,"total_tokens":99},"user":null,"metadata":{}}`
+	}
 	for _, c := range []struct {
 		name    string
 		f       format
@@ -206,7 +209,9 @@ func BenchmarkReplyRead(b *testing.B) {
 		{"repaired", chatFormat, `{"model":"gpt-4o","messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`,
 			chatReply(`{\"Selector\":\"#login-button\"}`), ladder.OutcomeRepaired},
 		{"responses/valid", responsesFormat, `{"model":"gpt-4o","instructions":` + instructions + `,"input":"Log in.","tools":` + tools + `}`,
-			responsesReply, ladder.OutcomeValid},
+			responsesReply(`{\"selector\":\"#login-button\"}`), ladder.OutcomeValid},
+		{"responses/repaired", responsesFormat, `{"model":"gpt-4o","instructions":` + instructions + `,"input":"Log in.","tools":` + tools + `}`,
+			responsesReply(`{\"Selector\":\"#login-button\"}`), ladder.OutcomeRepaired},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			h, q, pol := benchExchange(b, c.f, c.req)

@@ -200,6 +200,50 @@ func TestResponsesValidIsByteIdentical(t *testing.T) {
 	}
 }
 
+// TestResponsesMendedCallsAreWrittenInPlace: a mended function_call goes
+// back in the response the model sent, with only its arguments (and a
+// mended name) written over: every other byte is the model's.
+func TestResponsesMendedCallsAreWrittenInPlace(t *testing.T) {
+	response := func(items string) string {
+		return "{\n  \"id\": \"resp_1\",\n  \"object\": \"response\",\n  \"output\": [\n    " + items +
+			"\n  ],\n  \"usage\": {\"input_tokens\": 1, \"output_tokens\": 1, \"total_tokens\": 2}\n}\n"
+	}
+	message := `{"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "Clicking <now>."}]}`
+	for _, tc := range []struct{ name, reply, from, to string }{
+		{name: "after a message",
+			reply: response(message + ",\n    " + `{"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "click", "arguments": "{\"Selector\": \"#a\"}"}`),
+			from:  `"{\"Selector\": \"#a\"}"`, to: `"{\"selector\":\"#a\"}"`},
+		{name: "second of two calls, name first in another style",
+			reply: response(`{"type": "function_call", "call_id": "c1", "name": "click", "arguments": "{\"selector\": \"#a\"}"},` +
+				"\n    " + `{"type": "function_call", "call_id": "c2", "arguments": "{'selector': '#b'}", "name": "Click"}`),
+			from: `"arguments": "{'selector': '#b'}", "name": "Click"}`, to: `"arguments": "{\"selector\":\"#b\"}", "name": "click"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkWrittenInPlace(t, "/v1/responses", responsesRequest(""), tc.reply, tc.from, tc.to)
+		})
+	}
+}
+
+// TestResponsesMendedNamespacedCall: a mended call of a namespace's
+// function goes back with its arguments and its name mended, and its
+// namespace kept.
+func TestResponsesMendedNamespacedCall(t *testing.T) {
+	tools := `[{"type":"namespace","name":"browser","tools":[{"type":"function","name":"click",` +
+		`"parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]}]`
+	up := newUpstream(t, reply{Body: `{"id":"resp_1","object":"response","output":[{"type":"function_call","call_id":"c1",` +
+		`"namespace":"browser","name":"Click","arguments":"{\"Selector\":\"#a\"}"}]}`})
+	srv, _ := guard(t, up, nil)
+	resp, body := post(t, srv, "/v1/responses", `{"model":"gpt-test","input":"Click the button.","tools":`+tools+`}`)
+	if header(resp, "X-Toolguard-Outcome") != "repaired" {
+		t.Fatalf("outcome %q, want repaired: %s", header(resp, "X-Toolguard-Outcome"), body)
+	}
+	item := mustJSON(t, body).Get("output.0")
+	if item.Get("namespace").String() != "browser" || item.Get("name").String() != "click" ||
+		item.Get("arguments").String() != `{"selector":"#a"}` {
+		t.Errorf("item %s", item.Raw)
+	}
+}
+
 // TestResponsesReaskIsStateless checks the re-ask's body: the input, the
 // model's call without its id, a function_call_output with the errors and
 // the instruction; not streamed.

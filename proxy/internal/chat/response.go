@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
@@ -38,15 +36,8 @@ type turn struct {
 
 	// mended are the calls of the model's first reply that the ladder
 	// mended, with where their name and arguments are in the body: a
-	// mended call is written back over those values alone (see inPlace).
-	mended []mendedCall
-}
-
-// mendedCall is a mended call and where its name and arguments values are
-// in the response body (a zero Span: the call has no such member).
-type mendedCall struct {
-	c          *ladder.Call
-	name, args wire.Span
+	// mended call is written back over those values alone (Turn.InPlace).
+	mended []ladder.Mended
 }
 
 func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
@@ -106,7 +97,7 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 		wire.Fields(msg, messageFields, message[:])
 		content := message[2]
 		var calls []*ladder.Call
-		var mended []mendedCall
+		var mended []ladder.Mended
 		legacy, perr := sentOf(message[0], message[1], func(s ladder.Sent, name, args gjson.Result) bool {
 			if ctx != nil && ctx.Err() != nil {
 				// The client left: no more work for it.
@@ -115,8 +106,8 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 			}
 			c := x.Check(s, 0, true, cutOff)
 			calls = append(calls, c)
-			if c.Changed() {
-				mended = append(mended, mendedCall{c: c, name: spanOf(body, name), args: spanOf(body, args)})
+			if m, ok := ladder.MendedAt(c, body, name, args); ok {
+				mended = append(mended, m)
 			}
 			return true
 		})
@@ -259,15 +250,6 @@ func sentCall(raw gjson.Result, legacy bool) (ladder.Sent, gjson.Result, gjson.R
 	return s, name, args
 }
 
-// spanOf is where v, read from body, is in it: a zero Span when v is
-// absent or its place is not known for certain.
-func spanOf(body []byte, v gjson.Result) wire.Span {
-	if !v.Exists() || v.Index <= 0 || v.Index+len(v.Raw) > len(body) || string(body[v.Index:v.Index+len(v.Raw)]) != v.Raw {
-		return wire.Span{}
-	}
-	return wire.Span{Start: v.Index, End: v.Index + len(v.Raw)}
-}
-
 // The members a reply's choices, messages and calls are read for, each
 // object in one pass (wire.Fields).
 var (
@@ -357,7 +339,7 @@ func object(id, name, args string, legacy bool) string {
 // that answered last and the usage summed over every attempt are reported.
 //
 // A choice whose calls the ladder only mended has their mended values
-// written over the model's (inPlace), every other byte kept; any other
+// written over the model's (Turn.InPlace), every other byte kept; any other
 // choice that changes is rewritten on its own bytes. The body is built once
 // from the unchanged spans and the edits, so the work is linear in the size
 // of the response however many choices change.
@@ -366,9 +348,11 @@ func object(id, name, args string, legacy bool) string {
 func (q *Request) Write(first []byte, turns []*ladder.Turn, replies [][]byte) ([]byte, error) {
 	var edits []wire.Splice
 	for _, t := range turns {
-		if ss, ok := inPlace(t); ok {
-			edits = append(edits, ss...)
-			continue
+		if w := turnOf(t); !w.output && !w.converted {
+			if ss, ok := t.InPlace(w.mended); ok {
+				edits = append(edits, ss...)
+				continue
+			}
 		}
 		el, dirty, err := rewrite(t)
 		if err != nil {
@@ -400,49 +384,6 @@ func (q *Request) Write(first []byte, turns []*ladder.Turn, replies [][]byte) ([
 // for calls passed on as the model sent them.
 func (q *Request) SumUsage(first []byte, replies [][]byte) ([]byte, error) {
 	return wire.SumUsage(first, "usage", replies)
-}
-
-// inPlace returns the edits that write a choice's checked calls back over
-// the values the ladder changed, and false when they cannot be written so:
-// the choice's calls must be written as rewrite writes them. That is when a
-// call is dropped or comes from a re-ask, when the choice's content stands
-// for its calls, and when a mended call lacks the member to write over.
-// The body is read once, when its calls were (Turns): the edits replace a
-// mended call's arguments with the mended text, as a string, and its name
-// with the declared tool's if they differ, as output writes them.
-func inPlace(t *ladder.Turn) ([]wire.Splice, bool) {
-	w := turnOf(t)
-	if t.Touched || w.output || w.converted {
-		return nil, false
-	}
-	var out []wire.Splice
-	for _, c := range t.Calls {
-		switch {
-		case !c.Valid() || c.Attempt != 0:
-			return nil, false
-		case !c.Changed():
-			continue
-		}
-		i := slices.IndexFunc(w.mended, func(m mendedCall) bool { return m.c == c })
-		if i < 0 || w.mended[i].args == (wire.Span{}) {
-			return nil, false
-		}
-		m := w.mended[i]
-		args, err := jsontext.AppendQuote(nil, c.Args)
-		if err != nil {
-			return nil, false
-		}
-		if c.Tool != nil && c.Tool.Name != c.Name {
-			if m.name == (wire.Span{}) {
-				return nil, false
-			}
-			out = append(out, wire.Splice{Start: m.name.Start, End: m.name.End, With: []byte(wire.Quote(c.Tool.Name))})
-		}
-		out = append(out, wire.Splice{Start: m.args.Start, End: m.args.End, With: args})
-	}
-	// A call's name may come after its arguments.
-	slices.SortFunc(out, func(a, b wire.Splice) int { return a.Start - b.Start })
-	return out, true
 }
 
 // rewrite returns the choice's JSON with its checked calls written back,

@@ -159,7 +159,7 @@ func (q *Request) Answer(tt *ladder.Turn, reply []byte) (ladder.Answer, error) {
 			sent = append(sent, ladder.Sent{Name: ladder.OutputTool, Tool: q.output, Args: wire.Quote(at.text)})
 			t.lastText = at.text
 		}
-	} else if err := sentOf(output, func(s ladder.Sent) bool { sent = append(sent, s); return true }); err != nil {
+	} else if err := sentOf(output, func(s ladder.Sent, _, _ gjson.Result) bool { sent = append(sent, s); return true }); err != nil {
 		return ladder.Answer{}, fmt.Errorf("the upstream's reply is malformed: %w", err)
 	}
 	t.history, t.pending = t.pending, nil

@@ -39,6 +39,10 @@ type turn struct {
 	// lastText is the model's last text, for the next re-ask of an output
 	// turn.
 	lastText string
+	// mended are the calls of first that the ladder mended, with where
+	// their name and arguments are in the body: a mended call is written
+	// back over those values alone (Turn.InPlace).
+	mended []ladder.Mended
 }
 
 func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
@@ -102,20 +106,25 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 		return nil, errors.New("output is not an array")
 	}
 	var calls []*ladder.Call
+	var mended []ladder.Mended
 	var err error
 	cut := cutOff(resp)
-	if perr := sentOf(output, func(s ladder.Sent) bool {
+	if perr := sentOf(output, func(s ladder.Sent, name, args gjson.Result) bool {
 		if ctx != nil && ctx.Err() != nil {
 			// The client left: no more work for it.
 			err = ctx.Err()
 			return false
 		}
-		calls = append(calls, x.Check(s, 0, true, cut))
+		c := x.Check(s, 0, true, cut)
+		calls = append(calls, c)
+		if m, ok := ladder.MendedAt(c, body, name, args); ok {
+			mended = append(mended, m)
+		}
 		return true
 	}); err != nil || perr != nil {
 		return nil, cmpErr(err, perr)
 	}
-	t := &turn{}
+	t := &turn{mended: mended}
 	if len(calls) == 0 {
 		at, shape := readText(output)
 		if shape == unreadText && q.output != nil {
@@ -226,7 +235,10 @@ var errUnreadText = errors.New("under a JSON text.format, the output's text is n
 // sentOf reads the function_call items of an output array, handing each
 // to add until it returns false. A function_call item in a shape no client
 // expects is an error, not "no call".
-func sentOf(output gjson.Result, add func(ladder.Sent) bool) error {
+//
+// add is also handed the item's name member (none when the item has a
+// namespace, whose name is not the tool's key alone) and its arguments.
+func sentOf(output gjson.Result, add func(s ladder.Sent, name, args gjson.Result) bool) error {
 	var err error
 	output.ForEach(func(i, item gjson.Result) bool {
 		if !item.IsObject() {
@@ -236,33 +248,37 @@ func sentOf(output gjson.Result, add func(ladder.Sent) bool) error {
 		if item.Get("type").Str != "function_call" {
 			return true
 		}
-		s, e := sentItem(item)
+		s, name, args, e := sentItem(item)
 		if e != nil {
 			err = fmt.Errorf("output[%d]: %w", i.Int(), e)
 			return false
 		}
-		return add(s)
+		return add(s, name, args)
 	})
 	return err
 }
 
-// sentItem reads a function_call item.
-func sentItem(item gjson.Result) (ladder.Sent, error) {
+// sentItem reads a function_call item, with its name member (none when
+// the item has a namespace) and its arguments member as read.
+func sentItem(item gjson.Result) (s ladder.Sent, name, args gjson.Result, err error) {
 	name, ns := item.Get("name"), item.Get("namespace")
 	if name.Exists() && name.Type != gjson.String {
-		return ladder.Sent{}, errors.New("the name of a function_call is not a string")
+		return ladder.Sent{}, name, args, errors.New("the name of a function_call is not a string")
 	}
 	if ns.Exists() && ns.Type != gjson.Null && ns.Type != gjson.String {
-		return ladder.Sent{}, errors.New("the namespace of a function_call is not a string")
+		return ladder.Sent{}, name, args, errors.New("the namespace of a function_call is not a string")
 	}
-	s := ladder.Sent{ID: item.Get("call_id").String(), Name: name.Str, Raw: item.Raw}
+	s = ladder.Sent{ID: item.Get("call_id").String(), Name: name.Str, Raw: item.Raw}
 	if ns.Str != "" {
 		s.Name = ns.Str + "." + name.Str
 	}
-	if a := item.Get("arguments"); a.Exists() {
-		s.Args = a.Raw
+	if ns.Exists() {
+		name = gjson.Result{}
 	}
-	return s, nil
+	if args = item.Get("arguments"); args.Exists() {
+		s.Args = args.Raw
+	}
+	return s, name, args, nil
 }
 
 // item returns the function_call item to send to the client: as the model
@@ -305,6 +321,15 @@ func splitName(key string, namespaced bool) (string, string) {
 func (q *Request) Write(first []byte, turns []*ladder.Turn, replies [][]byte) ([]byte, error) {
 	body := first
 	for _, tt := range turns {
+		if t := turnOf(tt); !t.output && !t.converted && t.start > 0 {
+			if edits, ok := tt.InPlace(t.mended); ok {
+				var err error
+				if body, err = wire.ApplySplices(first, edits); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
 		out, dirty, err := rewrite(first, tt)
 		if err != nil {
 			return nil, err

@@ -402,11 +402,11 @@ func (r *stream) holdEvent(hc *heldCall, ev []byte, e wire.Value) {
 // carries the arguments checked.
 func (hc *heldCall) sent() (ladder.Sent, error) {
 	item := gjson.Parse(hc.item)
-	s, err := sentItem(item)
+	s, _, a, err := sentItem(item)
 	if err != nil {
 		return s, err
 	}
-	if a := item.Get("arguments"); hc.args != "" && (!a.Exists() || a.Raw != hc.args) {
+	if hc.args != "" && (!a.Exists() || a.Raw != hc.args) {
 		hc.mixed = true
 		if !a.Exists() {
 			s.Args = hc.args
