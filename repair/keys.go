@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/toolguard/toolguard/validate"
 )
 
@@ -197,10 +198,15 @@ func (g *guider) rename(p string, m map[string]any, from, to string) {
 	delete(m, from)
 }
 
+// quote is s as a JSON string, clipped, as render writes one: with
+// jsontext, which needs no encoder, and through encode for what jsontext
+// writes otherwise (invalid UTF-8, U+2028 and U+2029, escaped by encode).
 func quote(s string) string {
-	b, err := encode(s)
-	if err != nil {
-		return ""
+	b, err := jsontext.AppendQuote(nil, s)
+	if err != nil || strings.ContainsAny(s, "\u2028\u2029") {
+		if b, err = encode(s); err != nil {
+			return ""
+		}
 	}
 	return clip(b)
 }

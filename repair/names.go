@@ -89,6 +89,9 @@ func resembles(key string, names []string) bool {
 // normalize folds case and drops separators, so the spellings of one name
 // in snake, camel, kebab or dotted style become equal.
 func normalize(s string) string {
+	if normalASCII(s) {
+		return s
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
@@ -99,6 +102,18 @@ func normalize(s string) string {
 		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String()
+}
+
+// normalASCII reports whether s is its own normal form: ASCII with no
+// capital letter and no separator, as most declared names are.
+func normalASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf, 'A' <= c && c <= 'Z', c == '_', c == '-', c == ' ', c == '.':
+			return false
+		}
+	}
+	return true
 }
 
 // singular strips an English plural ending.

@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,6 +54,32 @@ func TestDistance(t *testing.T) {
 	for _, tt := range tests {
 		if got := distance(tt.a, tt.b); got != tt.want {
 			t.Errorf("distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+// TestNormalize: a name in its normal form comes back as it is, and every
+// other is folded to it.
+func TestNormalize(t *testing.T) {
+	for in, want := range map[string]string{
+		"selector": "selector", "file_name": "filename", "fileName": "filename", "File-Name": "filename",
+		"a.b c": "abc", "ÉTÉ": "été", "x_ÄÖ": "xäö", "": "",
+	} {
+		if got := normalize(in); got != want {
+			t.Errorf("normalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestQuote: quote writes a key as encode does.
+func TestQuote(t *testing.T) {
+	for _, s := range []string{"selector", `a"b\c`, "tab\there\nnl\b\f\r\x01\x7f", "<a&b>", "été 😀", "line\u2028sep\u2029", "bad\xffutf8", strings.Repeat("k", 300)} {
+		want, err := encode(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := quote(s); got != clip(want) {
+			t.Errorf("quote(%q) = %s, want %s", s, got, clip(want))
 		}
 	}
 }
