@@ -50,6 +50,13 @@ func replyCases() []hostileCase {
 				`\"#a9999\"}","arguments":"{}"`, 1)),
 		},
 		{
+			// One choice of 4,000 calls that each need a repair, within
+			// the quota of 4,096: each is written over in place.
+			name:    "reply: 4,000 calls to repair in one choice",
+			request: clickRequest,
+			reply:   jsonReply(manyCalls(4000)),
+		},
+		{
 			// A usage object of 100,000 numbers, summed over a re-ask.
 			name:    "reply: 100,000 usage fields",
 			request: clickRequest,
@@ -84,6 +91,17 @@ func manyChoices(n int) string {
 	}
 	b.WriteString(`],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
 	return b.String()
+}
+
+// manyCalls is a reply of one choice with n calls, each needing a repair.
+func manyCalls(n int) string {
+	calls := make([]string, n)
+	for i := range n {
+		id := strconv.Itoa(i)
+		calls[i] = `{"id":"c` + id + `","type":"function","function":{"name":"click","arguments":"{\"Selector\": \"#a` + id + `\"}"}}`
+	}
+	return `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+		strings.Join(calls, ",") + `]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
 }
 
 func toolRequest(name, schema string) []byte {

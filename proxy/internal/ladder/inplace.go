@@ -40,7 +40,8 @@ func spanOf(body []byte, v gjson.Result) wire.Span {
 // name the declared tool's when they differ. It returns false when the
 // calls cannot be written so, and must be written whole: when a call was
 // dropped, is invalid or comes from a re-ask, or when a mended call has no
-// member to write over. mended are the turn's mended calls (see MendedAt).
+// member to write over. mended are the turn's mended calls (see MendedAt),
+// in the order of its calls.
 func (t *Turn) InPlace(mended []Mended) ([]wire.Splice, bool) {
 	if t.Touched {
 		return nil, false
@@ -53,11 +54,13 @@ func (t *Turn) InPlace(mended []Mended) ([]wire.Splice, bool) {
 		case !c.Changed():
 			continue
 		}
-		i := slices.IndexFunc(mended, func(m Mended) bool { return m.Call == c })
-		if i < 0 || mended[i].Args == (wire.Span{}) {
+		// mended holds the mended calls in the order of the turn's calls:
+		// each is the next one, found in constant time.
+		if len(mended) == 0 || mended[0].Call != c || mended[0].Args == (wire.Span{}) {
 			return nil, false
 		}
-		m := mended[i]
+		m := mended[0]
+		mended = mended[1:]
 		args, err := jsontext.AppendQuote(nil, c.Args)
 		if err != nil {
 			return nil, false
