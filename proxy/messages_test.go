@@ -291,6 +291,31 @@ func TestMessagesValidIsByteIdentical(t *testing.T) {
 	}
 }
 
+// TestMessagesMendedCallsAreWrittenInPlace: a mended tool_use goes back in
+// the reply the model sent, with only its input (and a mended name)
+// written over: every other byte, thinking blocks and signatures included,
+// is the model's.
+func TestMessagesMendedCallsAreWrittenInPlace(t *testing.T) {
+	reply := func(blocks, stop string) string {
+		return "{\n  \"id\": \"msg_1\",\n  \"type\": \"message\",\n  \"role\": \"assistant\",\n  \"content\": [\n    " +
+			`{"type": "thinking", "thinking": "A click <now>.", "signature": "EqQBCkYIARgCIkA="},` + "\n    " + blocks +
+			"\n  ],\n  \"stop_reason\": " + stop + ",\n  \"usage\": {\"input_tokens\": 5, \"output_tokens\": 7}\n}\n"
+	}
+	for _, tc := range []struct{ name, reply, from, to string }{
+		{name: "a key in another case",
+			reply: reply(`{"type": "tool_use", "id": "toolu_1", "name": "click", "input": {"Selector": "#a"}}`, `"tool_use"`),
+			from:  `{"Selector": "#a"}`, to: `{"selector":"#a"}`},
+		{name: "input as a string, the name in another style, second of two",
+			reply: reply(`{"type": "tool_use", "id": "toolu_1", "name": "click", "input": {"selector": "#a"}},`+"\n    "+
+				`{"type": "tool_use", "id": "toolu_2", "input": "{\"selector\": \"#b\"}", "name": "Click"}`, `"tool_use"`),
+			from: `"input": "{\"selector\": \"#b\"}", "name": "Click"}`, to: `"input": {"selector": "#b"}, "name": "click"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkWrittenInPlace(t, "/v1/messages", messagesRequest(""), tc.reply, tc.from, tc.to)
+		})
+	}
+}
+
 // TestMessagesReaskIsStateless checks the re-ask's body: the request's
 // messages, the model's turn with its tool_use, a user turn with a
 // tool_result (is_error, the errors) and the instruction; system and tools

@@ -176,8 +176,8 @@ func BenchmarkTokenisers(b *testing.B) {
 // call (the load test's replies: valid, and a key in the wrong letter case
 // that is repaired), as exchange.inspect runs them; and a response of the
 // Responses API with a valid call, which echoes its request's instructions
-// (2 KB here) and tools before its usage, as OpenAI's do, and the same
-// with the key in the wrong letter case.
+// (2 KB here) and tools before its usage, as OpenAI's do; and a reply of
+// the Messages API; each also with the key in the wrong letter case.
 func BenchmarkReplyRead(b *testing.B) {
 	chatReply := func(args string) string {
 		return `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test-2025",` +
@@ -197,6 +197,13 @@ func BenchmarkReplyRead(b *testing.B) {
 			`"tool_choice":"auto","tools":` + tools + `,"top_p":1.0,"truncation":"disabled",` +
 			`"usage":{"input_tokens":82,"output_tokens":17,"total_tokens":99},"user":null,"metadata":{}}`
 	}
+	messagesRequest := `{"model":"claude-test","max_tokens":256,"messages":[{"role":"user","content":"Log in."}],"tools":` +
+		`[{"name":"click","description":"Click an element","input_schema":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}]}`
+	messagesReply := func(input string) string {
+		return `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test-2025","content":[` +
+			`{"type":"text","text":"Logging in."},{"type":"tool_use","id":"toolu_1","name":"click","input":` + input + `}],` +
+			`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":82,"output_tokens":17}}`
+	}
 	for _, c := range []struct {
 		name    string
 		f       format
@@ -212,6 +219,8 @@ func BenchmarkReplyRead(b *testing.B) {
 			responsesReply(`{\"selector\":\"#login-button\"}`), ladder.OutcomeValid},
 		{"responses/repaired", responsesFormat, `{"model":"gpt-4o","instructions":` + instructions + `,"input":"Log in.","tools":` + tools + `}`,
 			responsesReply(`{\"Selector\":\"#login-button\"}`), ladder.OutcomeRepaired},
+		{"messages/valid", messagesFormat, messagesRequest, messagesReply(`{"selector":"#login-button"}`), ladder.OutcomeValid},
+		{"messages/repaired", messagesFormat, messagesRequest, messagesReply(`{"Selector":"#login-button"}`), ladder.OutcomeRepaired},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			h, q, pol := benchExchange(b, c.f, c.req)

@@ -349,7 +349,7 @@ func (q *Request) Write(first []byte, turns []*ladder.Turn, replies [][]byte) ([
 	var edits []wire.Splice
 	for _, t := range turns {
 		if w := turnOf(t); !w.output && !w.converted {
-			if ss, ok := t.InPlace(w.mended); ok {
+			if ss, ok := t.InPlace(w.mended, true); ok {
 				edits = append(edits, ss...)
 				continue
 			}

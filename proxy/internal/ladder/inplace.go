@@ -36,13 +36,14 @@ func spanOf(body []byte, v gjson.Result) wire.Span {
 
 // InPlace returns the edits that write the turn's calls back into its
 // first reply over the values the ladder changed, every other byte kept:
-// a mended call's arguments become the mended text, as a string, and its
-// name the declared tool's when they differ. It returns false when the
+// a mended call's arguments become the mended text (as a JSON string when
+// asString, as the JSON object it is otherwise), and its name the declared
+// tool's when they differ. It returns false when the
 // calls cannot be written so, and must be written whole: when a call was
 // dropped, is invalid or comes from a re-ask, or when a mended call has no
 // member to write over. mended are the turn's mended calls (see MendedAt),
 // in the order of its calls.
-func (t *Turn) InPlace(mended []Mended) ([]wire.Splice, bool) {
+func (t *Turn) InPlace(mended []Mended, asString bool) ([]wire.Splice, bool) {
 	if t.Touched {
 		return nil, false
 	}
@@ -61,9 +62,12 @@ func (t *Turn) InPlace(mended []Mended) ([]wire.Splice, bool) {
 		}
 		m := mended[0]
 		mended = mended[1:]
-		args, err := jsontext.AppendQuote(nil, c.Args)
-		if err != nil {
-			return nil, false
+		args := c.Args
+		if asString {
+			var err error
+			if args, err = jsontext.AppendQuote(nil, c.Args); err != nil {
+				return nil, false
+			}
 		}
 		if c.Tool != nil && c.Tool.Name != c.Name {
 			if m.Name == (wire.Span{}) {

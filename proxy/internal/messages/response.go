@@ -32,6 +32,10 @@ type turn struct {
 	// rests is set when the calls were written as text: by block index,
 	// the text left of each block that held calls (see textCalls).
 	rests map[int]string
+	// mended are the calls of first that the ladder mended, with where
+	// their name and input are in the body: a mended call is written back
+	// over those values alone (Turn.InPlace).
+	mended []ladder.Mended
 }
 
 func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
@@ -94,11 +98,35 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 	}
 	x.Calls = append(x.Calls, calls...)
 	t := &turn{first: calls, start: content.Index, end: content.Index + len(content.Raw), last: content.Raw, rests: rests}
+	if rests == nil && slices.ContainsFunc(calls, (*ladder.Call).Changed) {
+		t.mended = mendedBlocks(body, content, calls)
+	}
 	if rests != nil {
 		t.last = convertedContent(content, rests, calls)
 	}
 	t.Turn = ladder.Turn{Calls: calls, Last: calls, Wire: t}
 	return []*ladder.Turn{&t.Turn}, nil
+}
+
+// mendedBlocks records where the name and input of each mended call are in
+// body: the tool_use blocks of content, whose calls are calls, in order.
+func mendedBlocks(body []byte, content gjson.Result, calls []*ladder.Call) []ladder.Mended {
+	var out []ladder.Mended
+	k := 0
+	content.ForEach(func(_, b gjson.Result) bool {
+		if b.Get("type").Str != "tool_use" {
+			return true
+		}
+		if k == len(calls) {
+			return false
+		}
+		if m, ok := ladder.MendedAt(calls[k], body, b.Get("name"), b.Get("input")); ok {
+			out = append(out, m)
+		}
+		k++
+		return true
+	})
+	return out
 }
 
 // sentOf reads the tool_use blocks of a content array. A content that is
@@ -181,15 +209,14 @@ func block(c *ladder.Call) (string, error) {
 func (q *Request) Write(first []byte, turns []*ladder.Turn, replies [][]byte) ([]byte, error) {
 	body := first
 	for _, tt := range turns {
-		out, left, dirty, err := rewrite(first, tt)
+		edits, left, err := writeTurn(first, tt)
 		if err != nil {
 			return nil, err
 		}
-		if !dirty {
+		if len(edits) == 0 {
 			continue
 		}
-		t := turnOf(tt)
-		if body, err = wire.ApplySplices(first, []wire.Splice{{Start: t.start, End: t.end, With: out}}); err != nil {
+		if body, err = wire.ApplySplices(first, edits); err != nil {
 			return nil, err
 		}
 		stop := gjson.GetBytes(body, "stop_reason")
@@ -219,6 +246,25 @@ func (q *Request) Write(first []byte, turns []*ladder.Turn, replies [][]byte) ([
 // calls passed on as the model sent them.
 func (q *Request) SumUsage(first []byte, replies [][]byte) ([]byte, error) {
 	return wire.SumUsage(first, "usage", replies)
+}
+
+// writeTurn returns the edits that write the turn's calls back into the
+// first reply (none when it needs none), and the number of tool_use blocks
+// its content is left with. Calls that were only mended are written over
+// their own name and input (Turn.InPlace); otherwise the content array is
+// written whole (rewrite).
+func writeTurn(first []byte, tt *ladder.Turn) ([]wire.Splice, int, error) {
+	t := turnOf(tt)
+	if t.rests == nil {
+		if edits, ok := tt.InPlace(t.mended, false); ok {
+			return edits, len(tt.Calls), nil
+		}
+	}
+	out, left, dirty, err := rewrite(first, tt)
+	if err != nil || !dirty {
+		return nil, left, err
+	}
+	return []wire.Splice{{Start: t.start, End: t.end, With: out}}, left, nil
 }
 
 // rewrite returns the content array with the turn's calls written back, the

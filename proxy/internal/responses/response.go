@@ -322,7 +322,7 @@ func (q *Request) Write(first []byte, turns []*ladder.Turn, replies [][]byte) ([
 	body := first
 	for _, tt := range turns {
 		if t := turnOf(tt); !t.output && !t.converted && t.start > 0 {
-			if edits, ok := tt.InPlace(t.mended); ok {
+			if edits, ok := tt.InPlace(t.mended, true); ok {
 				var err error
 				if body, err = wire.ApplySplices(first, edits); err != nil {
 					return nil, err
