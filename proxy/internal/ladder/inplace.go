@@ -38,11 +38,11 @@ func spanOf(body []byte, v gjson.Result) wire.Span {
 // first reply over the values the ladder changed, every other byte kept:
 // a mended call's arguments become the mended text (as a JSON string when
 // asString, as the JSON object it is otherwise), and its name the declared
-// tool's when they differ. It returns false when the
-// calls cannot be written so, and must be written whole: when a call was
-// dropped, is invalid or comes from a re-ask, or when a mended call has no
-// member to write over. mended are the turn's mended calls (see MendedAt),
-// in the order of its calls.
+// tool's when they differ. It returns false when the calls cannot be
+// written so, and must be written whole: when a call was dropped, is
+// invalid or comes from a re-ask, or when a mended call has no member to
+// write over. mended are the turn's mended calls (see MendedAt), in the
+// order of its calls.
 func (t *Turn) InPlace(mended []Mended, asString bool) ([]wire.Splice, bool) {
 	if t.Touched {
 		return nil, false
