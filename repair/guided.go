@@ -2,7 +2,6 @@ package repair
 
 import (
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/toolguard/toolguard/validate"
@@ -63,27 +62,38 @@ func (g *guider) round(errs []validate.Error) bool {
 	if g.unwrapEnvelope(root) {
 		return true
 	}
-	byPath := map[string][]validate.Error{}
-	var paths []string
+	// The errors by path, in the order the paths first appear, then the
+	// deepest first (a stable sort keeps that order among equals). errs
+	// are a validation's, at most validate.MaxErrors: a search for each
+	// path costs less than a map.
+	var byPath []pathErrors
 	for _, e := range errs {
-		if _, seen := byPath[e.Path]; !seen {
-			paths = append(paths, e.Path)
+		i := slices.IndexFunc(byPath, func(pe pathErrors) bool { return pe.path == e.Path })
+		if i < 0 {
+			i = len(byPath)
+			byPath = append(byPath, pathErrors{path: e.Path})
 		}
-		byPath[e.Path] = append(byPath[e.Path], e)
+		byPath[i].errs = append(byPath[i].errs, e)
 	}
-	sort.SliceStable(paths, func(i, j int) bool {
-		return strings.Count(paths[i], "/") > strings.Count(paths[j], "/")
+	slices.SortStableFunc(byPath, func(a, b pathErrors) int {
+		return strings.Count(b.path, "/") - strings.Count(a.path, "/")
 	})
 	changed := false
-	for _, p := range paths {
-		if slices.ContainsFunc(g.done, func(d string) bool { return within(p, d) }) {
+	for _, pe := range byPath {
+		if slices.ContainsFunc(g.done, func(d string) bool { return within(pe.path, d) }) {
 			continue
 		}
-		if g.fixObject(p, byPath[p]) || g.fixValue(p, byPath[p]) {
+		if g.fixObject(pe.path, pe.errs) || g.fixValue(pe.path, pe.errs) {
 			changed = true
 		}
 	}
 	return changed
+}
+
+// pathErrors are the errors of one round at one path.
+type pathErrors struct {
+	path string
+	errs []validate.Error
 }
 
 func (g *guider) record(kind Kind, path string, before, after any) {
