@@ -141,15 +141,17 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 			return false
 		case len(calls) == 0:
 			return true
-		case v.Index <= 0 || string(body[v.Index:v.Index+len(v.Raw)]) != v.Raw:
+		}
+		at, ok := wire.SpanOf(body, v)
+		if !ok {
 			err = fmt.Errorf("choice %d: its position in the body is unknown", k)
 			return false
 		}
 		x.Calls = append(x.Calls, calls...)
 		t := &turn{
 			raw:         v.Raw,
-			start:       v.Index,
-			end:         v.Index + len(v.Raw),
+			start:       at.Start,
+			end:         at.End,
 			legacy:      legacy,
 			output:      output,
 			converted:   converted,

@@ -22,16 +22,10 @@ func MendedAt(c *Call, body []byte, name, args gjson.Result) (m Mended, ok bool)
 	if !c.Changed() {
 		return Mended{}, false
 	}
-	return Mended{Call: c, Name: spanOf(body, name), Args: spanOf(body, args)}, true
-}
-
-// spanOf is where v, read from body, is in it: a zero Span when v is
-// absent or its place is not known for certain.
-func spanOf(body []byte, v gjson.Result) wire.Span {
-	if !v.Exists() || v.Index <= 0 || v.Index+len(v.Raw) > len(body) || string(body[v.Index:v.Index+len(v.Raw)]) != v.Raw {
-		return wire.Span{}
-	}
-	return wire.Span{Start: v.Index, End: v.Index + len(v.Raw)}
+	m = Mended{Call: c}
+	m.Name, _ = wire.SpanOf(body, name)
+	m.Args, _ = wire.SpanOf(body, args)
+	return m, true
 }
 
 // InPlace returns the edits that write the turn's calls back into its

@@ -93,11 +93,12 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 	if err != nil {
 		return nil, err
 	}
-	if content.Index <= 0 || string(body[content.Index:content.Index+len(content.Raw)]) != content.Raw {
+	at, ok := wire.SpanOf(body, content)
+	if !ok {
 		return nil, errors.New("the position of content in the body is unknown")
 	}
 	x.Calls = append(x.Calls, calls...)
-	t := &turn{first: calls, start: content.Index, end: content.Index + len(content.Raw), last: content.Raw, rests: rests}
+	t := &turn{first: calls, start: at.Start, end: at.End, last: content.Raw, rests: rests}
 	if rests == nil && slices.ContainsFunc(calls, (*ladder.Call).Changed) {
 		t.mended = mendedBlocks(body, content, calls)
 	}

@@ -145,11 +145,12 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 	if len(calls) == 0 {
 		return nil, nil
 	}
-	if output.Index <= 0 || string(body[output.Index:output.Index+len(output.Raw)]) != output.Raw {
+	at, ok := wire.SpanOf(body, output)
+	if !ok {
 		return nil, errors.New("the position of output in the body is unknown")
 	}
 	x.Calls = append(x.Calls, calls...)
-	t.first, t.start, t.end = calls, output.Index, output.Index+len(output.Raw)
+	t.first, t.start, t.end = calls, at.Start, at.End
 	t.Turn = ladder.Turn{Calls: calls, Last: calls, Wire: t}
 	return []*ladder.Turn{&t.Turn}, nil
 }

@@ -39,6 +39,15 @@ type Members struct {
 // A Span is where a value is in a body: body[Start:End].
 type Span struct{ Start, End int }
 
+// SpanOf is where v, read from body, is in it, and false when v is absent
+// or its place is not known for certain: the bytes at v.Index are not v's.
+func SpanOf(body []byte, v gjson.Result) (Span, bool) {
+	if !v.Exists() || v.Index <= 0 || v.Index+len(v.Raw) > len(body) || string(body[v.Index:v.Index+len(v.Raw)]) != v.Raw {
+		return Span{}, false
+	}
+	return Span{Start: v.Index, End: v.Index + len(v.Raw)}, true
+}
+
 type member struct {
 	name string // as a server reads it: unquoted, escapes decoded
 	v    Span

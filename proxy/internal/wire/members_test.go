@@ -205,3 +205,22 @@ func TestFields(t *testing.T) {
 		t.Errorf("Fields kept %q of two ids, want the first", out[0].Str)
 	}
 }
+
+// TestSpanOf: a value's place is given only when the body holds its bytes
+// there.
+func TestSpanOf(t *testing.T) {
+	body := []byte(`{"a":{"b":"x"},"c":1}`)
+	b := gjson.GetBytes(body, "a").Get("b")
+	if sp, ok := SpanOf(body, b); !ok || string(body[sp.Start:sp.End]) != `"x"` {
+		t.Errorf("a.b: %v %v", sp, ok)
+	}
+	moved := b
+	moved.Index++
+	past := b
+	past.Index = len(body) - 1
+	for name, v := range map[string]gjson.Result{"absent": gjson.GetBytes(body, "d"), "moved": moved, "past the end": past, "unknown": {Type: gjson.String, Raw: `"x"`, Str: "x"}} {
+		if sp, ok := SpanOf(body, v); ok || sp != (Span{}) {
+			t.Errorf("%s: %v %v, want none", name, sp, ok)
+		}
+	}
+}

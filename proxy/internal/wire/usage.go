@@ -71,8 +71,8 @@ func SumUsage(base []byte, at string, replies [][]byte) ([]byte, error) {
 		if t.float {
 			v = strconv.FormatFloat(t.f, 'g', -1, 64)
 		}
-		if at := t.at; at.Exists() && at.Index > 0 && string(base[at.Index:at.Index+len(at.Raw)]) == at.Raw {
-			edits = append(edits, Splice{Start: at.Index, End: at.Index + len(at.Raw), With: []byte(v)})
+		if at, ok := SpanOf(base, t.at); ok {
+			edits = append(edits, Splice{Start: at.Start, End: at.End, With: []byte(v)})
 		} else {
 			added = append(added, p, v)
 		}
