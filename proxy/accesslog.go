@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,6 +84,25 @@ func (w *recorder) Flush() {
 
 func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// sendComplete sends a response whose body is written in full (as many
+// bytes as its Content-Length declares) before the request's log line and
+// metrics. net/http holds a small response in its buffers until the handler
+// returns, so the client would otherwise wait for toolguard's bookkeeping.
+// Over HTTP/1 only (HTTP/2 would end the stream in a frame of its own), and
+// never a response of unknown length, which a flush now would send chunked.
+// A flush that fails has lost the client, as net/http finds again when the
+// handler returns.
+func (w *recorder) sendComplete(r *http.Request) {
+	if r.ProtoMajor != 1 || w.bytes == 0 {
+		return
+	}
+	var n [20]byte
+	if headerGet(w.Header(), "Content-Length") != string(strconv.AppendInt(n[:0], w.bytes, 10)) {
+		return
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
 // routeOf names the route a request took, from a fixed set: metric labels
 // and log fields never hold a raw path.
 func routeOf(r *http.Request) string {
@@ -109,10 +129,11 @@ func routeOf(r *http.Request) string {
 	return "other"
 }
 
-// finish writes the request's one log line and counts it. Probes and
-// scrapes log at debug: at info they would drown the traffic every few
-// seconds.
+// finish sends a complete response on its way (see sendComplete), then
+// writes the request's one log line and counts it. Probes and scrapes log
+// at debug: at info they would drown the traffic every few seconds.
 func (h *Handler) finish(rec *recorder, r *http.Request, info *requestInfo) {
+	rec.sendComplete(r)
 	status := rec.status
 	if status == 0 {
 		// Nothing written: the client left (or the handler aborted) first.

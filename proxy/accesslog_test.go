@@ -1,12 +1,18 @@
 package proxy_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy"
 )
 
 // logLines parses a JSON log into its lines.
@@ -151,6 +157,88 @@ func TestLogArguments(t *testing.T) {
 			if !strings.Contains(out, `"msg":"invalid tool call"`) || !strings.Contains(out, "/selector") {
 				t.Errorf("the invalid call's line lacks its tool or error path:\n%s", out)
 			}
+		})
+	}
+}
+
+// heldLog holds each request's log line until the test releases it.
+type heldLog struct{ release chan struct{} }
+
+func (heldLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h heldLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "request" {
+		<-h.release
+	}
+	return nil
+}
+func (h heldLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h heldLog) WithGroup(string) slog.Handler      { return h }
+
+// TestResponseArrivesBeforeItsLogLine holds each request's log line while
+// the client reads its response: a response written in full reaches the
+// client before toolguard's bookkeeping, not when the handler returns: a
+// reply toolguard rewrote, one it passed on as the upstream sent it, and a
+// forwarded route's each waited for the line before. An error toolguard
+// wrote was sent already, before the rest of its request is drained.
+func TestResponseArrivesBeforeItsLogLine(t *testing.T) {
+	up := newUpstream(t)
+	up.handle = func(w http.ResponseWriter, r *http.Request, n int) {
+		args := `"{\"selector\":\"#a\"}"`
+		if strings.Contains(string(up.requests()[n].Body), "mend") {
+			args = `"{\"selector\": \"#a\",}"` // a trailing comma
+		}
+		reply := toolReply(`{"total_tokens":1}`, clickCall("call_1", args))
+		if r.URL.Path == "/v1/models" {
+			reply = `{"object":"list","data":[]}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, reply)
+	}
+	cfg := policy.Default()
+	cfg.UpstreamURL = up.URL + "/v1"
+	held := heldLog{release: make(chan struct{})}
+	h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(held)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	t.Cleanup(h.CloseIdleConnections)
+	// Lines still held (a failed case) go, so that the server can close.
+	t.Cleanup(func() { close(held.release) })
+	for _, c := range []struct {
+		name, method, path, body string
+		status                   int
+		outcome                  string
+	}{
+		{"mended call", "POST", "/v1/chat/completions", clickRequest(`,"user":"mend"`), 200, "repaired"},
+		{"valid call", "POST", "/v1/chat/completions", clickRequest(""), 200, "valid"},
+		{"forwarded route", "GET", "/v1/models", "", 200, ""},
+		{"error toolguard wrote", "POST", "/v1/chat/completions", `{"model":`, 400, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// Without the response sent first, the client would wait for
+			// the line, which waits for the client: the deadline ends it.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, c.method, srv.URL+c.path, strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatalf("no response while its log line was held: %v", err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatalf("the body did not arrive while its log line was held: %v", err)
+			}
+			if resp.StatusCode != c.status || resp.Header.Get("X-Toolguard-Outcome") != c.outcome || int64(len(body)) != resp.ContentLength {
+				t.Fatalf("status %d, outcome %q, %d bytes of %d: %s", resp.StatusCode, resp.Header.Get("X-Toolguard-Outcome"), len(body), resp.ContentLength, body)
+			}
+			held.release <- struct{}{} // the line was waiting
 		})
 	}
 }

@@ -98,16 +98,57 @@ func guard(t *testing.T, up *fakeUpstream, change func(*policy.Config)) (*httpte
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	served := &served{next: h}
+	logs.settle = served.wait
+	srv := httptest.NewServer(served)
 	t.Cleanup(h.CloseIdleConnections)
 	t.Cleanup(srv.Close)
 	return srv, logs
 }
 
-// syncBuffer is a log sink safe for the server's goroutines.
+// served is a handler that knows when the requests it serves have
+// finished: toolguard sends a complete response before it logs, counts and
+// traces the request, so a client has its answer before those are written.
+type served struct {
+	next http.Handler
+	mu   sync.Mutex
+	n    int // requests being served
+	idle *sync.Cond
+}
+
+func (s *served) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.n++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.n--; s.n == 0 && s.idle != nil {
+			s.idle.Broadcast()
+		}
+		s.mu.Unlock()
+	}()
+	s.next.ServeHTTP(w, r)
+}
+
+// wait returns once no request is being served.
+func (s *served) wait() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idle == nil {
+		s.idle = sync.NewCond(&s.mu)
+	}
+	for s.n > 0 {
+		s.idle.Wait()
+	}
+}
+
+// syncBuffer is a log sink safe for the server's goroutines. With settle
+// set, String waits for it first: for the requests being served to finish
+// their lines.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu     sync.Mutex
+	b      bytes.Buffer
+	settle func()
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
@@ -117,6 +158,9 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 }
 
 func (s *syncBuffer) String() string {
+	if s.settle != nil {
+		s.settle()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()

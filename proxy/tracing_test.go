@@ -101,7 +101,7 @@ func TestTracing(t *testing.T) {
 
 // tracedGuard serves a toolguard in front of up, with cfg, whose spans rec
 // records.
-func tracedGuard(t *testing.T, up *fakeUpstream, cfg policy.Config) (*httptest.Server, *tracetest.SpanRecorder) {
+func tracedGuard(t *testing.T, up *fakeUpstream, cfg policy.Config) (*httptest.Server, settledSpans) {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	cfg.UpstreamURL = up.URL + "/v1"
@@ -110,9 +110,22 @@ func tracedGuard(t *testing.T, up *fakeUpstream, cfg policy.Config) (*httptest.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	served := &served{next: h}
+	srv := httptest.NewServer(served)
 	t.Cleanup(srv.Close)
-	return srv, rec
+	return srv, settledSpans{rec, served.wait}
+}
+
+// settledSpans are the spans of the requests served so far: Ended waits
+// for those being served to end theirs.
+type settledSpans struct {
+	*tracetest.SpanRecorder
+	settle func()
+}
+
+func (s settledSpans) Ended() []sdktrace.ReadOnlySpan {
+	s.settle()
+	return s.SpanRecorder.Ended()
 }
 
 func spanAttributes(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
