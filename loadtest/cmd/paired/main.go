@@ -3,6 +3,9 @@
 // that rotates, so that whatever else the machine is doing weighs on every
 // server alike. It prints each server's median and, for each server after
 // the first, the median of its round-by-round difference from the first.
+// The latency is to the answer's last byte, or with -until to the end of
+// the answer's first line that holds a text (a stream's first content
+// event, say).
 // A change of a few microseconds that a run of wrk per server cannot tell
 // from the machine's drift shows here (BENCHMARKS.md).
 //
@@ -10,6 +13,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -39,6 +43,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	warm := fs.Int("warm", 200, "rounds sent first and not counted")
 	path := fs.String("path", "/v1/chat/completions", "the request's path on each server")
 	file := fs.String("body-file", "", "the request's JSON body (required)")
+	until := fs.String("until", "", "time to the end of the answer's first line holding this text, not to its last byte")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,10 +55,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	urls := fs.Args()
-	if _, err := measure(ctx, urls, *path, string(body), *warm); err != nil {
+	if _, err := measure(ctx, urls, *path, string(body), *until, *warm); err != nil {
 		return err
 	}
-	lat, err := measure(ctx, urls, *path, string(body), *rounds)
+	lat, err := measure(ctx, urls, *path, string(body), *until, *rounds)
 	if err != nil {
 		return err
 	}
@@ -72,8 +77,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 // measure sends the request rounds times to each of urls, one at a time,
 // the order rotating each round, and returns each server's latencies by
-// round: from sending the request to reading the last byte of the answer.
-func measure(ctx context.Context, urls []string, path, body string, rounds int) ([][]time.Duration, error) {
+// round: from sending the request to reading the last byte of the answer,
+// or the end of its first line holding until.
+func measure(ctx context.Context, urls []string, path, body, until string, rounds int) ([][]time.Duration, error) {
 	clients := make([]*http.Client, len(urls))
 	lat := make([][]time.Duration, len(urls))
 	for i := range urls {
@@ -85,7 +91,7 @@ func measure(ctx context.Context, urls []string, path, body string, rounds int) 
 	for r := range rounds {
 		for k := range urls {
 			i := (k + r) % len(urls)
-			d, err := once(ctx, clients[i], urls[i]+path, body)
+			d, err := once(ctx, clients[i], urls[i]+path, body, until)
 			if err != nil {
 				return nil, err
 			}
@@ -95,7 +101,7 @@ func measure(ctx context.Context, urls []string, path, body string, rounds int) 
 	return lat, nil
 }
 
-func once(ctx context.Context, c *http.Client, url, body string) (time.Duration, error) {
+func once(ctx context.Context, c *http.Client, url, body, until string) (time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return 0, err
@@ -106,14 +112,28 @@ func once(ctx context.Context, c *http.Client, url, body string) (time.Duration,
 	if err != nil {
 		return 0, err
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	d := time.Since(start)
-	if err != nil {
-		return 0, err
-	}
+	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("%s: status %d", url, resp.StatusCode)
+	}
+	var d time.Duration
+	if until != "" {
+		br := bufio.NewReader(resp.Body)
+		for d == 0 {
+			line, err := br.ReadSlice('\n')
+			if strings.Contains(string(line), until) {
+				d = time.Since(start)
+			} else if err != nil && err != bufio.ErrBufferFull {
+				return 0, fmt.Errorf("%s: no line holds %q (%v)", url, until, err)
+			}
+		}
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	if d == 0 {
+		d = time.Since(start)
+	}
+	if err != nil {
+		return 0, err
 	}
 	return d, nil
 }

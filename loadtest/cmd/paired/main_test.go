@@ -57,3 +57,20 @@ func TestPairedRefusesAFailure(t *testing.T) {
 		t.Fatalf("err = %v, want the status named", err)
 	}
 }
+
+// TestPairedUntil times an answer to its first line holding a text, and
+// fails when no line does.
+func TestPairedUntil(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "data: {\"role\":\"assistant\"}\n\ndata: {\"content\":\"word\"}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(s.Close)
+	file := filepath.Join(t.TempDir(), "req.json")
+	os.WriteFile(file, []byte(`{}`), 0o600)
+	for _, c := range []struct{ until, err string }{{`"content":"word`, ""}, {"absent", `no line holds "absent"`}} {
+		err := run(context.Background(), []string{"-rounds", "2", "-warm", "0", "-until", c.until, "-body-file", file, s.URL}, io.Discard)
+		if (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("-until %q: err = %v, want %q", c.until, err, c.err)
+		}
+	}
+}
