@@ -98,7 +98,7 @@ func guard(t *testing.T, up *fakeUpstream, change func(*policy.Config)) (*httpte
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := &served{next: h}
+	served := newServed(h)
 	logs.settle = served.wait
 	srv := httptest.NewServer(served)
 	t.Cleanup(h.CloseIdleConnections)
@@ -113,7 +113,13 @@ type served struct {
 	next http.Handler
 	mu   sync.Mutex
 	n    int // requests being served
-	idle *sync.Cond
+	idle sync.Cond
+}
+
+func newServed(next http.Handler) *served {
+	s := &served{next: next}
+	s.idle.L = &s.mu
+	return s
 }
 
 func (s *served) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -122,7 +128,7 @@ func (s *served) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		if s.n--; s.n == 0 && s.idle != nil {
+		if s.n--; s.n == 0 {
 			s.idle.Broadcast()
 		}
 		s.mu.Unlock()
@@ -134,9 +140,6 @@ func (s *served) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *served) wait() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.idle == nil {
-		s.idle = sync.NewCond(&s.mu)
-	}
 	for s.n > 0 {
 		s.idle.Wait()
 	}

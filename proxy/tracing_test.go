@@ -110,7 +110,7 @@ func tracedGuard(t *testing.T, up *fakeUpstream, cfg policy.Config) (*httptest.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := &served{next: h}
+	served := newServed(h)
 	srv := httptest.NewServer(served)
 	t.Cleanup(srv.Close)
 	return srv, settledSpans{rec, served.wait}

@@ -113,15 +113,17 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 // body: the tool_use blocks of content, whose calls are calls, in order.
 func mendedBlocks(body []byte, content gjson.Result, calls []*ladder.Call) []ladder.Mended {
 	var out []ladder.Mended
+	var f [3]gjson.Result
 	k := 0
 	content.ForEach(func(_, b gjson.Result) bool {
-		if b.Get("type").Str != "tool_use" {
+		wire.Fields(b, blockFields, f[:])
+		if f[0].Str != "tool_use" {
 			return true
 		}
 		if k == len(calls) {
 			return false
 		}
-		if m, ok := ladder.MendedAt(calls[k], body, b.Get("name"), b.Get("input")); ok {
+		if m, ok := ladder.MendedAt(calls[k], body, f[1], f[2]); ok {
 			out = append(out, m)
 		}
 		k++
@@ -129,6 +131,10 @@ func mendedBlocks(body []byte, content gjson.Result, calls []*ladder.Call) []lad
 	})
 	return out
 }
+
+// blockFields are the members of a content block that mendedBlocks reads,
+// in one pass (wire.Fields).
+var blockFields = []string{"type", "name", "input"}
 
 // sentOf reads the tool_use blocks of a content array. A content that is
 // not an array of objects, a tool_use in a shape no client expects, or a
