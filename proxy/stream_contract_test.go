@@ -201,6 +201,7 @@ func TestStreamArgumentsThatAreNotStrings(t *testing.T) {
 // differently from toolguard must not carry unchecked calls past it.
 func TestStreamsAreReadAsClientsReadThem(t *testing.T) {
 	invalid := streamCall(0, 0, "call_a", `{"element":"#a","x":1}`)
+	text := chunk(textDelta(0, "Hello")) + chunk(textDelta(0, " there")) + chunk(textDelta(0, ", friend"))
 	tests := []struct {
 		name, stream, errorCode string
 	}{
@@ -214,6 +215,15 @@ func TestStreamsAreReadAsClientsReadThem(t *testing.T) {
 			stream: chunk(`[{"index":0,"delta":{"tool_calls":[],"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"click","arguments":"{}"}}]},"finish_reason":null}]`) + chunk(finish(0, "tool_calls")) + done},
 		{name: "letter case", errorCode: "upstream_ambiguous_reply",
 			stream: chunk(`[{"index":0,"delta":{"Tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"click","arguments":"{}"}}]},"finish_reason":null}]`) + chunk(finish(0, "tool_calls")) + done},
+		// Events that repeat the one before with other text are not
+		// tokenised again (wire.EventReader): what hides in a text's place
+		// is still found.
+		{name: "duplicate tool_calls in a repeated event's text", errorCode: "upstream_ambiguous_reply",
+			stream: text + chunk(`[{"index":0,"delta":{"content":"c","tool_calls":[],"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"click","arguments":"{}"}}]},"finish_reason":null}]`) + chunk(finish(0, "tool_calls")) + done},
+		{name: "letter case in a repeated event's text", errorCode: "upstream_ambiguous_reply",
+			stream: text + chunk(`[{"index":0,"delta":{"content":"c","Tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"click","arguments":"{}"}}]},"finish_reason":null}]`) + chunk(finish(0, "tool_calls")) + done},
+		{name: "invalid UTF-8 in a repeated event's text", errorCode: "upstream_invalid_event",
+			stream: text + chunk("[{\"index\":0,\"delta\":{\"content\":\"c\xffd\"},\"finish_reason\":null}]") + invalid + chunk(finish(0, "tool_calls")) + done},
 		{name: "function_call beside tool_calls", errorCode: "upstream_malformed_reply",
 			stream: streamCall(0, 0, "call_a", `{"selector":"#a"}`) + chunk(`[{"index":0,"delta":{"function_call":{"name":"click","arguments":"{}"}},"finish_reason":null}]`) + chunk(finish(0, "tool_calls")) + done},
 		{name: "tool_calls object", errorCode: "upstream_malformed_reply",

@@ -32,7 +32,10 @@ type stream struct {
 	// are, as its strict reading found them. What is read from it is a
 	// slice of the event, whose bytes are reused after it: what is kept is
 	// copied.
-	event    *wire.Members
+	event *wire.Members
+	// events reads each event strictly; one that repeats the last read in
+	// full with other text is not tokenised again.
+	events   *wire.EventReader
 	template []byte // the last chunk, whose envelope released calls reuse
 	usage    []byte // the usage chunk, held until the end
 	anyCalls bool
@@ -51,7 +54,7 @@ var _ wire.Events = (*stream)(nil)
 // NewStream returns the chat format's handling of a stream's events. The
 // content and tool calls it holds are bounded by maxBytes.
 func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
-	return &stream{Session: s, maxBytes: maxBytes, output: q.output, choices: map[int64]*streamChoice{}, event: wire.NewMembers("choices")}
+	return &stream{Session: s, maxBytes: maxBytes, output: q.output, choices: map[int64]*streamChoice{}, event: wire.NewMembers("choices"), events: wire.NewEventReader(chunkShape)}
 }
 
 // Handle implements wire.Events.
@@ -132,7 +135,7 @@ func (r *stream) handle(ev []byte) {
 		r.finish(ev)
 		return
 	}
-	if err := wire.StrictMembers(data, chunkShape, r.event); err != nil {
+	if err := r.events.Read(data, r.event); err != nil {
 		// A broken or ambiguous event could hold part of a tool call that
 		// a client reads differently from toolguard.
 		ae := wire.MalformedReply(err)

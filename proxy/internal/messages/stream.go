@@ -49,6 +49,9 @@ type stream struct {
 	// strict reading recorded them, so each lookup does not read the
 	// event again from its start.
 	event *wire.Members
+	// events reads each event strictly; one that repeats the last read in
+	// full with other text is not tokenised again.
+	events *wire.EventReader
 
 	started  bool
 	startUse gjson.Result // message_start's message.usage
@@ -105,7 +108,7 @@ var _ wire.Events = (*stream)(nil)
 // NewStream returns the format's handling of a stream's events. What it
 // holds is bounded by maxBytes.
 func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
-	return &stream{Session: s, maxBytes: maxBytes, blocks: map[int64]*heldBlock{}, event: wire.NewMembers("")}
+	return &stream{Session: s, maxBytes: maxBytes, blocks: map[int64]*heldBlock{}, event: wire.NewMembers(""), events: wire.NewEventReader(eventShape)}
 }
 
 // MayWait implements wire.Events: the message_delta settles the calls.
@@ -159,7 +162,7 @@ func (r *stream) handle(ev []byte) {
 		r.fail(invalidEvent("an event after message_stop"))
 		return
 	}
-	if err := wire.StrictMembers(data, eventShape, r.event); err != nil {
+	if err := r.events.Read(data, r.event); err != nil {
 		r.fail(invalidEvent(err.Error()))
 		return
 	}

@@ -71,6 +71,9 @@ type stream struct {
 	// strict reading recorded them, so each lookup does not read the
 	// event again from its start.
 	event *wire.Members
+	// events reads each event strictly; one that repeats the last read in
+	// full with other text is not tokenised again.
+	events *wire.EventReader
 }
 
 // heldCall is a function_call item of the stream and its events.
@@ -94,7 +97,7 @@ var _ wire.Events = (*stream)(nil)
 // NewStream returns the format's handling of a stream's events. What it
 // holds is bounded by maxBytes.
 func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
-	return &stream{Session: s, maxBytes: maxBytes, output: q.output, index: map[int64]int64{}, final: map[int64]string{}, calls: map[int64]*heldCall{}, event: wire.NewMembers("")}
+	return &stream{Session: s, maxBytes: maxBytes, output: q.output, index: map[int64]int64{}, final: map[int64]string{}, calls: map[int64]*heldCall{}, event: wire.NewMembers(""), events: wire.NewEventReader(eventShape)}
 }
 
 // MayWait implements wire.Events: the terminal events settle calls and may
@@ -170,7 +173,7 @@ func (r *stream) handle(ev []byte) {
 		r.out.Write(ev)
 		return
 	}
-	if err := wire.StrictMembers(data, eventShape, r.event); err != nil {
+	if err := r.events.Read(data, r.event); err != nil {
 		r.fail(invalidEvent(err.Error()))
 		return
 	}

@@ -15,7 +15,10 @@
 //     data, a byte order mark) in one pass, without allocating per value.
 //     Items of a conversation that a caller vouches were read strictly
 //     before, byte for byte (StrictMembersKnown), are not read again; a body
-//     not read strictly so is read again in full, for its error.
+//     not read strictly so is read again in full, for its error. A stream's
+//     event that is the last one read in full with only strings and numbers
+//     changed, each valid on its own, is not tokenised again
+//     (EventReader); any other is read in full.
 //   - A Stream starts no goroutine: its work is done inside Read, and an
 //     event that may wait on the network is held until the output before
 //     it has gone out.

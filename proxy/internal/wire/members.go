@@ -30,10 +30,21 @@ type Members struct {
 	skipped int
 
 	// During a strict reading: what reports a known prefix and known
-	// values, and the reading without them.
-	known KnownPrefix
-	value KnownValue
-	skip  skipRead
+	// values, and the reading without them; and, for an EventReader,
+	// where to record the strings and numbers read whole.
+	known   KnownPrefix
+	value   KnownValue
+	skip    skipRead
+	scalars *[]Span
+	// rec is the room for the recording in scalars, reused.
+	rec []Span
+}
+
+// recording returns m's room for a strict reading's record of its
+// strings and numbers, emptied.
+func (m *Members) recording() *[]Span {
+	m.rec = m.rec[:0]
+	return &m.rec
 }
 
 // A Span is where a value is in a body: body[Start:End].
@@ -204,7 +215,7 @@ func (m *Members) reset(body []byte) {
 	m.object = false
 	m.overflow = false
 	m.skipped = 0
-	m.known, m.value, m.skip = nil, nil, skipRead{items: -1}
+	m.known, m.value, m.skip, m.scalars = nil, nil, skipRead{items: -1}, nil
 }
 
 // input is what the strict reading reads: the body, or the body without

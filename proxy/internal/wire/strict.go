@@ -136,7 +136,7 @@ type KnownValue func(name string, body []byte, at int) (n int)
 // counting every item, is the one returned.
 func StrictMembersKnown(body []byte, s Shape, m *Members, known KnownPrefix, value KnownValue) error {
 	if m == nil || (known == nil && value == nil) {
-		return strictMembers(body, s, m, nil, nil, nil)
+		return strictMembers(body, s, m, nil, nil, nil, nil)
 	}
 	sk := skipRead{items: -1}
 	var buf *[]byte // sk.in's, from skipPool, once a part is skipped
@@ -154,11 +154,11 @@ func StrictMembersKnown(body []byte, s Shape, m *Members, known KnownPrefix, val
 		if buf != nil {
 			without = &sk
 		}
-		err := strictMembers(body, s, m, known, value, without)
+		err := strictMembers(body, s, m, known, value, without, nil)
 		found, skipping := err.(*skipFound)
 		if !skipping {
 			if err != nil && buf != nil {
-				return strictMembers(body, s, m, nil, nil, nil)
+				return strictMembers(body, s, m, nil, nil, nil, nil)
 			}
 			return err
 		}
@@ -167,7 +167,7 @@ func StrictMembersKnown(body []byte, s Shape, m *Members, known KnownPrefix, val
 			sk.in = (*buf)[:0]
 		}
 		if !sk.add(body, *found) {
-			return strictMembers(body, s, m, nil, nil, nil)
+			return strictMembers(body, s, m, nil, nil, nil, nil)
 		}
 	}
 }
@@ -271,11 +271,14 @@ func skipSpace(body []byte, i int) int {
 	return len(body) - len(bytes.TrimLeft(body[i:], " \t\n\r"))
 }
 
-func strictMembers(body []byte, s Shape, m *Members, known KnownPrefix, value KnownValue, sk *skipRead) error {
+// strictMembers is StrictMembersKnown's one reading: without the parts in
+// sk, if not nil; recording in rec, if not nil, where the strings and
+// numbers read whole are (see walkStrict), which needs m and no sk.
+func strictMembers(body []byte, s Shape, m *Members, known KnownPrefix, value KnownValue, sk *skipRead, rec *[]Span) error {
 	in := body
 	if m != nil {
 		m.reset(body)
-		m.known, m.value = known, value
+		m.known, m.value, m.scalars = known, value, rec
 		if sk != nil {
 			in, m.skip = sk.in, *sk
 		}
@@ -294,14 +297,14 @@ func strictMembers(body []byte, s Shape, m *Members, known KnownPrefix, value Kn
 		st.b = bytes.Buffer{}
 		st.d.Reset(&st.empty)
 		if m != nil {
-			m.known, m.value, m.skip = nil, nil, skipRead{items: -1}
+			m.known, m.value, m.skip, m.scalars = nil, nil, skipRead{items: -1}, nil
 		}
 	}()
 	var err error
 	if m != nil && st.d.PeekKind() == '{' {
 		err = walkTop(st.d, s, m)
 	} else {
-		err = walkStrict(st.d, s)
+		err = walkStrict(st.d, s, nil)
 	}
 	if err != nil {
 		return err
@@ -327,14 +330,22 @@ var strictPool = sync.Pool{New: func() any {
 }}
 
 // walkStrict reads one value from d, checking the member names of objects
-// that s describes.
-func walkStrict(d *jsontext.Decoder, s Shape) error {
+// that s describes. If rec is not nil, the span of each string and number
+// read whole (under a nil Shape) is appended to it, in the order of the
+// input.
+func walkStrict(d *jsontext.Decoder, s Shape, rec *[]Span) error {
 	if s == nil {
 		// Read whole, in one call, and still checked: jsontext checks
 		// duplicate names, UTF-8 and syntax in values toolguard does not
 		// read (SkipValue would check the same a token at a time).
-		if _, err := d.ReadValue(); err != nil {
+		raw, err := d.ReadValue()
+		if err != nil {
 			return syntaxError(d, err)
+		}
+		// One past the bound is enough to tell it was passed.
+		if rec != nil && len(*rec) <= maxTemplateValues && scalarKind(raw) {
+			end := int(d.InputOffset())
+			*rec = append(*rec, Span{end - len(raw), end})
 		}
 		return nil
 	}
@@ -349,7 +360,7 @@ func walkStrict(d *jsontext.Decoder, s Shape) error {
 			if err != nil {
 				return err
 			}
-			if err := walkStrict(d, child); err != nil {
+			if err := walkStrict(d, child, rec); err != nil {
 				return err
 			}
 		}
@@ -358,7 +369,7 @@ func walkStrict(d *jsontext.Decoder, s Shape) error {
 		}
 	case '[':
 		for d.PeekKind() != ']' && d.PeekKind() != 0 {
-			if err := walkStrict(d, s); err != nil {
+			if err := walkStrict(d, s, rec); err != nil {
 				return err
 			}
 		}
@@ -440,9 +451,9 @@ func walkTop(d *jsontext.Decoder, s Shape, m *Members) error {
 			if n := m.value(name, m.body, at); n > 2 && at+n <= len(m.body) && m.body[at] == '[' && m.body[at+n-1] == ']' {
 				return &skipFound{at: at, cut: at + n - 1, n: n, value: true, asked: m.skip.asked}
 			}
-			err = walkStrict(d, child)
+			err = walkStrict(d, child, nil)
 		default:
-			err = walkStrict(d, child)
+			err = walkStrict(d, child, m.scalars)
 		}
 		if err != nil {
 			return err
@@ -465,7 +476,7 @@ func walkItems(d *jsontext.Decoder, s Shape, m *Members) error {
 	in := m.input()
 	for d.PeekKind() != ']' && d.PeekKind() != 0 {
 		start := valueStart(in, int(d.InputOffset()))
-		if err := walkStrict(d, s); err != nil {
+		if err := walkStrict(d, s, m.scalars); err != nil {
 			return err
 		}
 		if len(m.spans) == MaxItems {

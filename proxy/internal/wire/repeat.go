@@ -1,0 +1,242 @@
+package wire
+
+import (
+	"bytes"
+	"reflect"
+	"slices"
+	"strings"
+	"unsafe"
+)
+
+// The events of a stream repeat one another. Each content event of a chat
+// completion is the one before it with another text in it (and, from
+// OpenAI, another "obfuscation" padding); a Responses stream's deltas differ
+// in their text and sequence_number, a Messages stream's in their text.
+// Tokenising each event again is most of what toolguard spends on it.
+//
+// An EventReader reads the events of one stream strictly, as StrictMembers
+// does, and keeps the last event it read in full as a template: where its
+// strings and numbers read whole (the values under a nil Shape) are, and
+// its members. An event whose bytes are the template's with only some of
+// those values changed, each for a value of the same kind that jsontext
+// reads as valid on its own, is read as the template was, without being
+// tokenised:
+//
+//   - JSON's tokens delimit themselves: a string ends at its first unescaped
+//     quote, a number at the first byte that cannot continue it, and what
+//     follows a value is read the same whatever the value was. The bytes
+//     around the changed values are the template's, so they hold the same
+//     tokens: the same names (no duplicate, none that folds to a name of the
+//     Shape), the same structure, valid UTF-8, nothing after the end.
+//   - A changed value is checked by jsontext on its own: one valid string
+//     (its escapes, its UTF-8, no control character) or one valid number,
+//     where the template had a string or a number.
+//
+// Such an event passes the strict reading, and its members are the
+// template's, moved by the change in length of the values before them. Any
+// other event is read in full, with the full reading's error, and becomes
+// the template when it passes.
+type EventReader struct {
+	s     Shape
+	tp    template
+	ok    bool  // tp is a template
+	shift []int // tp.repeat's
+}
+
+// A template is a body read in full, for the bodies that repeat it (see
+// EventReader): its bytes, where its strings and numbers read whole are, and
+// its members. An EventReader remakes its own in place; one that Templates
+// keeps does not change once made, and is read by any number of goroutines.
+type template struct {
+	shape   unsafe.Pointer // the Shape it was read under
+	t       []byte
+	vary    []Span // where t's strings and numbers read whole are, in order
+	items   string // the name of the member whose items are recorded
+	top     []member
+	spans   []Span // the items of t's member items
+	itemsOK bool
+	// at says, for each span of top and then of spans, after how many
+	// values of vary it starts and ends: by how much it moves.
+	at []spanAt
+}
+
+type spanAt struct{ start, end int }
+
+// The bounds of a template: a larger body, or one with more members or
+// values, is read in full every time. Content events are a few hundred
+// bytes with a dozen values, a reply with a few calls a few times that.
+const (
+	maxTemplateBytes   = 16 << 10
+	maxTemplateMembers = 32
+	maxTemplateValues  = 64
+)
+
+// NewEventReader returns a reader of events under the Shape s.
+func NewEventReader(s Shape) *EventReader { return &EventReader{s: s} }
+
+// Read is StrictMembers(data, s, m) for the next event of the stream: the
+// same error, and the same members recorded in m.
+func (e *EventReader) Read(data []byte, m *Members) error {
+	// An event too large to be a template is not compared with one:
+	// comparing it could cost as much as reading it.
+	if e.ok && len(data) <= maxTemplateBytes && e.tp.items == m.items {
+		var ok bool
+		if e.shift, ok = e.tp.repeat(data, m, e.shift[:0]); ok {
+			return nil
+		}
+	}
+	e.ok = false
+	rec := m.recording()
+	if err := strictMembers(data, e.s, m, nil, nil, nil, rec); err != nil {
+		return err
+	}
+	e.ok = e.tp.set(e.s, data, m, *rec)
+	return nil
+}
+
+// shapeOf identifies a Shape, for a template read under it.
+func shapeOf(s Shape) unsafe.Pointer { return reflect.ValueOf(s).UnsafePointer() }
+
+// set makes tp the template of data, just read in full under s into m, with
+// vary the values recorded, reusing tp's room; it reports false, leaving
+// tp unusable, when data is beyond a template's bounds.
+func (tp *template) set(s Shape, data []byte, m *Members, vary []Span) bool {
+	if len(data) > maxTemplateBytes || !m.object || m.overflow || m.skipped != 0 ||
+		len(m.top) > maxTemplateMembers || len(m.spans) > maxTemplateMembers || len(vary) > maxTemplateValues {
+		return false
+	}
+	tp.shape = shapeOf(s)
+	tp.t = append(slices.Grow(tp.t[:0], len(data)), data...)
+	tp.vary = append(slices.Grow(tp.vary[:0], len(vary)), vary...)
+	// The names are slices of data (or unescaped copies): copied, in one
+	// string, since data is the caller's and changes.
+	n := 0
+	for _, tm := range m.top {
+		n += len(tm.name)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, tm := range m.top {
+		b.WriteString(tm.name)
+	}
+	names := b.String()
+	tp.top = slices.Grow(tp.top[:0], len(m.top))
+	for _, tm := range m.top {
+		tp.top = append(tp.top, member{name: names[:len(tm.name)], v: tm.v})
+		names = names[len(tm.name):]
+	}
+	tp.spans = append(slices.Grow(tp.spans[:0], len(m.spans)), m.spans...)
+	// The members' spans are in order, and so are the items': each
+	// boundary is after at least as many values as the one before.
+	tp.at = slices.Grow(tp.at[:0], len(tp.top)+len(tp.spans))
+	i := 0
+	for _, tm := range tp.top {
+		start := tp.after(i, tm.v.Start)
+		i = tp.after(start, tm.v.End)
+		tp.at = append(tp.at, spanAt{start, i})
+	}
+	i = 0
+	for _, s := range tp.spans {
+		start := tp.after(i, s.Start)
+		i = tp.after(start, s.End)
+		tp.at = append(tp.at, spanAt{start, i})
+	}
+	tp.items, tp.itemsOK = m.items, m.itemsOK
+	return true
+}
+
+// after is how many values of vary end at or before offset x of t, counted
+// on from i, a count for an offset before x. No span begins or ends inside
+// a value.
+func (tp *template) after(i, x int) int {
+	for i < len(tp.vary) && tp.vary[i].End <= x {
+		i++
+	}
+	return i
+}
+
+// repeat reports whether data is the template with only values of vary
+// changed, each for a valid one of its kind, and if so records data's
+// members in m. shift is room for, per value of vary, by how much data is
+// longer than t after it; repeat returns it, grown.
+func (tp *template) repeat(data []byte, m *Members, shift []int) ([]int, bool) {
+	t := tp.t
+	pos, q := 0, 0 // where the next bytes to compare are, in t and in data
+	for _, v := range tp.vary {
+		// Most values are as they were: the bytes up to the end of the
+		// value, the same, hold the same token (the byte after a number,
+		// compared next, is t's, which ended it).
+		if bytes.HasPrefix(data[q:], t[pos:v.End]) {
+			q += v.End - pos
+			shift = append(shift, q-v.End)
+			pos = v.End
+			continue
+		}
+		fixed := t[pos:v.Start]
+		if !bytes.HasPrefix(data[q:], fixed) {
+			return shift, false
+		}
+		q += len(fixed)
+		// Another value (the same would have been found above): jsontext
+		// reads it, and says where it ends.
+		end := scalarEnd(data, q)
+		if end < 0 || (data[q] == '"') != (t[v.Start] == '"') {
+			return shift, false
+		}
+		shift = append(shift, end-v.End)
+		pos, q = v.End, end
+	}
+	if !bytes.Equal(data[q:], t[pos:]) {
+		return shift, false
+	}
+	m.reset(data)
+	m.object = true
+	for i, tm := range tp.top {
+		m.top = append(m.top, member{name: tm.name, v: move(tm.v, tp.at[i], shift)})
+	}
+	for i, s := range tp.spans {
+		m.spans = append(m.spans, move(s, tp.at[len(tp.top)+i], shift))
+	}
+	m.itemsOK = tp.itemsOK
+	return shift, true
+}
+
+// move is where span s of a template, after the values of its vary that at
+// says, is in the body just matched, longer by shift after each value.
+func move(s Span, at spanAt, shift []int) Span {
+	if at.start > 0 {
+		s.Start += shift[at.start-1]
+	}
+	if at.end > 0 {
+		s.End += shift[at.end-1]
+	}
+	return s
+}
+
+// scalarEnd is where the string or number that starts at q in b ends, read
+// by jsontext as the strict reading reads it (its escapes, its UTF-8, its
+// grammar), or -1 when no valid one starts there.
+func scalarEnd(b []byte, q int) int {
+	if q >= len(b) || !scalarKind(b[q:q+1]) {
+		return -1
+	}
+	st := strictPool.Get().(*strictState)
+	defer strictPool.Put(st)
+	st.b = *bytes.NewBuffer(b[q:])
+	st.d.Reset(&st.b)
+	raw, err := st.d.ReadValue()
+	n := int(st.d.InputOffset())
+	// Keep no reference to b in the pool.
+	st.b = bytes.Buffer{}
+	st.d.Reset(&st.empty)
+	if err != nil || n != len(raw) {
+		return -1
+	}
+	return q + n
+}
+
+// scalarKind reports whether a value read whole is a string or a number,
+// the values an EventReader lets change.
+func scalarKind(raw []byte) bool {
+	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9')
+}

@@ -1,0 +1,237 @@
+package wire
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// eventShape is a chat chunk's, as the chat format reads it.
+var eventShape = Shape{
+	"model": nil, "usage": Shape{"prompt_tokens": nil, "completion_tokens": nil}, "error": nil,
+	"choices": Shape{"index": nil, "finish_reason": nil, "delta": Shape{
+		"role": nil, "content": nil, "refusal": nil,
+		"tool_calls": Shape{"id": nil, "index": nil, "function": Shape{"name": nil, "arguments": nil}},
+	}},
+}
+
+// chunk is a content event as OpenAI streams it, with the content and the
+// obfuscation given as JSON text.
+func chunk(content, obfuscation string) string {
+	return `{"id":"chatcmpl-C4HqHBe4xca0k0EzsCnf1t6V3YFXp","object":"chat.completion.chunk","created":1755137933,` +
+		`"model":"gpt-5-nano-2025-08-07","service_tier":"default","system_fingerprint":null,` +
+		`"choices":[{"index":0,"delta":{"content":` + content + `},"finish_reason":null}],"obfuscation":` + obfuscation + `}`
+}
+
+// readBoth reads prev then ev with one EventReader, and ev alone with
+// StrictMembers, and fails unless both give the same error and the same
+// members. It reports whether ev was read as a repeat of prev.
+func readBoth(t testing.TB, prev, ev []byte) (repeated bool) {
+	t.Helper()
+	r := NewEventReader(eventShape)
+	m := NewMembers("choices")
+	defer m.Release()
+	_ = r.Read(prev, m)
+	wasTemplate := r.ok
+	got := r.Read(ev, m)
+	want := NewMembers("choices")
+	defer want.Release()
+	wantErr := StrictMembers(ev, eventShape, want)
+	if fmt.Sprint(got) != fmt.Sprint(wantErr) {
+		t.Fatalf("after %q\nread %q:\nerror %v, want %v", prev, ev, got, wantErr)
+	}
+	if got == nil {
+		sameMembers(t, m, want)
+	}
+	// A repeat keeps the template it matched, byte for byte.
+	return wasTemplate && got == nil && string(r.tp.t) == string(prev)
+}
+
+func sameMembers(t testing.TB, got, want *Members) {
+	t.Helper()
+	if got.object != want.object || got.overflow != want.overflow || got.itemsOK != want.itemsOK ||
+		!reflect.DeepEqual(append([]member{}, got.top...), append([]member{}, want.top...)) ||
+		!reflect.DeepEqual(append([]Span{}, got.spans...), append([]Span{}, want.spans...)) {
+		t.Fatalf("members of %q:\n got %v %v items %v %v\nwant %v %v items %v %v", got.body,
+			got.top, got.spans, got.itemsOK, got.object, want.top, want.spans, want.itemsOK, want.object)
+	}
+	for _, tm := range want.top {
+		if g, w := got.Get(tm.name), want.Get(tm.name); g.Raw != w.Raw || g.Index != w.Index {
+			t.Fatalf("member %q: %q at %d, want %q at %d", tm.name, g.Raw, g.Index, w.Raw, w.Index)
+		}
+	}
+}
+
+// TestEventReaderReadsAsStrict: an event read as a repeat of the one before
+// it gets the strict reading's answer and members, and only an event that
+// differs from it in its strings' and numbers' values is read so.
+func TestEventReaderReadsAsStrict(t *testing.T) {
+	prev := chunk(`"Hi"`, `"UC"`)
+	for _, c := range []struct {
+		name     string
+		ev       string
+		repeated bool
+	}{
+		{"the same event", prev, true},
+		{"other text and padding", chunk(`" there, and a longer text"`, `"LcdzdJdMMgDHt6"`), true},
+		{"empty text and padding", chunk(`""`, `""`), true},
+		{"escapes", chunk(`"a \"quoted\" \\ word\n\u00e9\ud83d\ude00"`, `"x"`), true},
+		{"a backslash before the closing quote", chunk(`"back\\"`, `"x"`), true},
+		{"UTF-8 text", chunk(`"héllo, 世界"`, `"x"`), true},
+		{"invalid UTF-8", chunk("\"a\xffb\"", `"x"`), false},
+		{"a control character", chunk("\"a\x01b\"", `"x"`), false},
+		{"an invalid escape", chunk(`"a\qb"`, `"x"`), false},
+		{"a lone surrogate", chunk(`"\ud800"`, `"x"`), false},
+		{"a string left open", chunk(`"a\"`, `"x"`), false},
+		{"a member smuggled into the text", chunk(`"a","content":"b"`, `"x"`), false},
+		{"a member smuggled in another case", chunk(`"a","Content":"b"`, `"x"`), false},
+		{"a number for the text", chunk(`12`, `"x"`), false},
+		{"null for the text", chunk(`null`, `"x"`), false},
+		{"an object for the text", chunk(`{"a":1}`, `"x"`), false},
+		{"data after the event", chunk(`"a"`, `"x"`) + `{}`, false},
+		{"space after the event", chunk(`"a"`, `"x"`) + ` `, false},
+		{"the event cut short", strings.TrimSuffix(chunk(`"a"`, `"x"`), `}`), false},
+		{"a name in another case", strings.Replace(chunk(`"a"`, `"x"`), `"delta"`, `"Delta"`, 1), false},
+		{"a name duplicated", strings.Replace(chunk(`"a"`, `"x"`), `"object"`, `"id"`, 1), false},
+		{"another created", strings.Replace(chunk(`"a"`, `"x"`), `1755137933`, `1755137934`, 1), true},
+		{"a longer number", strings.Replace(chunk(`"a"`, `"x"`), `1755137933`, `-17551379.33e+10`, 1), true},
+		{"a number with a leading zero", strings.Replace(chunk(`"a"`, `"x"`), `1755137933`, `01`, 1), false},
+		{"a number that is a sign", strings.Replace(chunk(`"a"`, `"x"`), `1755137933`, `-`, 1), false},
+		{"a number with two points", strings.Replace(chunk(`"a"`, `"x"`), `1755137933`, `1.2.3`, 1), false},
+		{"a string for a number", strings.Replace(chunk(`"a"`, `"x"`), `1755137933`, `"1"`, 1), false},
+		{"another index", strings.Replace(chunk(`"a"`, `"x"`), `"index":0`, `"index":1`, 1), true},
+		{"null for null", chunk(`"a"`, `"x"`), true},
+		{"a string for null", strings.Replace(chunk(`"a"`, `"x"`), `"finish_reason":null`, `"finish_reason":"stop"`, 1), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := readBoth(t, []byte(prev), []byte(c.ev)); got != c.repeated {
+				t.Errorf("read as a repeat: %v, want %v", got, c.repeated)
+			}
+		})
+	}
+}
+
+// TestEventReaderStream reads a stream's events one after the other, as a
+// stream does with its one Members: each as StrictMembers reads it, the
+// content events after the first as repeats.
+func TestEventReaderStream(t *testing.T) {
+	events := []string{
+		`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"finish_reason":null}]}`,
+	}
+	for i := range 20 {
+		events = append(events, `{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"word`+strings.Repeat("x", i)+`"},"finish_reason":null}]}`)
+	}
+	events = append(events,
+		`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"click","arguments":""}}]},"finish_reason":null}]}`,
+		`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"sel"}}]},"finish_reason":null}]}`,
+		`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"ector\":\"#a\"}"}}]},"finish_reason":null}]}`,
+		`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":8,"completion_tokens":12}}`,
+	)
+	r := NewEventReader(eventShape)
+	m := NewMembers("choices")
+	repeats := 0
+	for i, ev := range events {
+		wasOK, was := r.ok, string(r.tp.t)
+		if err := r.Read([]byte(ev), m); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if wasOK && string(r.tp.t) == was {
+			repeats++
+		}
+		want := NewMembers("choices")
+		if err := StrictMembers([]byte(ev), eventShape, want); err != nil {
+			t.Fatal(err)
+		}
+		sameMembers(t, m, want)
+		want.Release()
+	}
+	// The content events after the first, and the last argument delta.
+	if repeats != 20 {
+		t.Errorf("%d events read as repeats, want 20", repeats)
+	}
+}
+
+// TestEventReaderBounds: an event beyond a template's bounds is read in
+// full, and what the reading records for a template stops at its bound.
+func TestEventReaderBounds(t *testing.T) {
+	many := `{"a":[` + strings.Repeat(`1,`, 100000) + `1]}`
+	r := NewEventReader(Shape{"a": Shape{}})
+	m := NewMembers("")
+	if err := r.Read([]byte(many), m); err != nil {
+		t.Fatal(err)
+	}
+	if r.ok {
+		t.Error("an event of 100,001 numbers became a template")
+	}
+	if len(m.rec) > maxTemplateValues+1 {
+		t.Errorf("%d values recorded, at most %d", len(m.rec), maxTemplateValues+1)
+	}
+	big := `{"content":"` + strings.Repeat("x", maxTemplateBytes) + `"}`
+	r = NewEventReader(Shape{"content": nil})
+	if err := r.Read([]byte(big), m); err != nil {
+		t.Fatal(err)
+	}
+	if r.ok || cap(r.tp.t) != 0 {
+		t.Errorf("an event of %d bytes was kept as a template", len(big))
+	}
+}
+
+var repeatSeeds = [][2]string{
+	{chunk(`"Hi"`, `"UC"`), chunk(`" there"`, `"LcdzdJdMMgDHt6"`)},
+	{chunk(`"Hi"`, `"UC"`), chunk(`"a\"b\\"`, `""`)},
+	{chunk(`"Hi"`, `"UC"`), chunk(`"a","content":"b"`, `"x"`)},
+	{chunk(`"Hi"`, `"UC"`), strings.Replace(chunk(`"a"`, `"x"`), `1755137933`, `1.5e3`, 1)},
+	{`{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi"}`,
+		`{"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_1","output_index":0,"content_index":0,"delta":" there"}`},
+	{`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\u00e9"}}`},
+}
+
+// FuzzEventReader: whatever two events are, the second is read by an
+// EventReader that read the first as StrictMembers reads it alone.
+func FuzzEventReader(f *testing.F) {
+	for _, s := range repeatSeeds {
+		f.Add([]byte(s[0]), []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, prev, ev []byte) {
+		readBoth(t, prev, ev)
+	})
+}
+
+// BenchmarkEventReader reads events with an EventReader and with
+// StrictMembers alone: events that repeat the one before with other text;
+// events of two shapes in turn, none a repeat; and, the dearest case for
+// the reader, events that differ from the one before only in their last
+// bytes, compared in full before each is read in full.
+func BenchmarkEventReader(b *testing.B) {
+	first := []byte(chunk(`"Hi"`, `"UC"`))
+	for _, c := range []struct {
+		name   string
+		events [][]byte
+	}{
+		{"repeats", [][]byte{first, []byte(chunk(`" there"`, `"LcdzdJdMMgDHt6"`))}},
+		{"two-shapes", [][]byte{first, []byte(`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`)}},
+		{"last-bytes-differ", [][]byte{first, []byte(strings.TrimSuffix(string(first), "}") + " }")}},
+	} {
+		r := NewEventReader(eventShape)
+		b.Run(c.name+"/reader", func(b *testing.B) {
+			benchReads(b, c.events, func(body []byte, m *Members) error { return r.Read(body, m) })
+		})
+		b.Run(c.name+"/strict", func(b *testing.B) {
+			benchReads(b, c.events, func(body []byte, m *Members) error { return StrictMembers(body, eventShape, m) })
+		})
+	}
+}
+
+// benchReads reads the bodies in turn with read, one Members for all.
+func benchReads(b *testing.B, bodies [][]byte, read func([]byte, *Members) error) {
+	m := NewMembers("choices")
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := read(bodies[i%len(bodies)], m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
