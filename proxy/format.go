@@ -60,8 +60,9 @@ type request interface {
 	Model() string
 
 	// ReadReply checks that a JSON reply reads the same to toolguard as
-	// to a client; its error is a *wire.Error.
-	ReadReply(body []byte) error
+	// to a client; its error is a *wire.Error. r reads a reply that repeats
+	// the client's last (see wire.Templates).
+	ReadReply(body []byte, r wire.Repeats) error
 	// Usage returns the input and output tokens a reply reports.
 	Usage(body []byte) (in, out int64, ok bool)
 	// Turns checks the calls of a JSON reply and records them in x.

@@ -53,7 +53,7 @@ func FuzzMessagesReply(f *testing.F) {
 		f.Add([]byte(fake.Messages.JSON(r)))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if openBody(messagesFormat, []byte(`{"tools":[{"name":"f"}]}`)).ReadReply(in) != nil {
+		if openBody(messagesFormat, []byte(`{"tools":[{"name":"f"}]}`)).ReadReply(in, wire.Repeats{}) != nil {
 			return // inspect answers 502 before the ladder sees it
 		}
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {

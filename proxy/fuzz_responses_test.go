@@ -164,7 +164,7 @@ func FuzzResponsesReply(f *testing.F) {
 		f.Add([]byte(fake.Responses.JSON(r)))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if openBody(responsesFormat, []byte(`{"tools":[{"type":"function","name":"f"}]}`)).ReadReply(in) != nil {
+		if openBody(responsesFormat, []byte(`{"tools":[{"type":"function","name":"f"}]}`)).ReadReply(in, wire.Repeats{}) != nil {
 			return // inspect answers 502 before the ladder sees it
 		}
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {

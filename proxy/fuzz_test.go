@@ -223,7 +223,7 @@ func checkStreamRead(t *testing.T, out []byte) {
 func FuzzResponse(f *testing.F) {
 	seedRecordings(f, func(s string) { f.Add([]byte(s)) })
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if openBody(chatFormat, []byte(`{"tools":[{"function":{"name":"f"}}]}`)).ReadReply(in) != nil {
+		if openBody(chatFormat, []byte(`{"tools":[{"function":{"name":"f"}}]}`)).ReadReply(in, wire.Repeats{}) != nil {
 			return // inspect answers 502 before the ladder sees it
 		}
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {

@@ -53,7 +53,10 @@ type Handler struct {
 	history *ladder.HistoryCache
 	// decls remembers the tools that requests declared, so that
 	// declarations sent again are not walked again.
-	decls    *ladder.Declarations
+	decls *ladder.Declarations
+	// replies remembers each client's last reply read in full, so that a
+	// reply of the same shape is not tokenised again.
+	replies  *wire.Templates
 	log      *slog.Logger
 	mux      *http.ServeMux
 	ready    atomic.Bool
@@ -90,6 +93,7 @@ func New(o Options) (*Handler, error) {
 		schemas:  validate.NewCache(o.Config.SchemaCacheSize),
 		history:  ladder.NewHistoryCache(),
 		decls:    ladder.NewDeclarations(),
+		replies:  wire.NewTemplates(),
 		log:      o.Logger,
 		keys:     newKeyring(o.Config.APIKeys),
 		slots:    newSlots(o.Config.MaxConcurrentUpstream),

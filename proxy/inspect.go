@@ -57,6 +57,8 @@ type exchange struct {
 	// replies are the bodies of the re-asks' replies, in order.
 	replies [][]byte
 	model   string // the model the request named, for the metrics
+	// repeats reads the reply, compared with the client's last.
+	repeats wire.Repeats
 	fb      fallbackUse
 	// tokens the upstream reported: input and output of the first attempt,
 	// then of the re-asks.
@@ -67,12 +69,25 @@ type exchange struct {
 	received, sent, reaskBytes int64
 }
 
+// credentials are the headers a client's key may come in, which keep the
+// caches' entries of one client apart from another's.
+func credentials(r *http.Request) (authorization, apiKey, xAPIKey string) {
+	return headerGet(r.Header, "Authorization"), headerGet(r.Header, "Api-Key"), headerGet(r.Header, "X-Api-Key")
+}
+
 // historyUse is r's use of the history cache. The cache's verdicts are
 // kept apart by format and credentials, every header a client's key may
 // come in: no client learns what another sent.
 func (h *Handler) historyUse(r *http.Request, f format) *ladder.HistoryUse {
-	return h.history.Use(h.history.Scope(f.name,
-		headerGet(r.Header, "Authorization"), headerGet(r.Header, "Api-Key"), headerGet(r.Header, "X-Api-Key")))
+	a, k, x := credentials(r)
+	return h.history.Use(h.history.Scope(f.name, a, k, x))
+}
+
+// repeats reads the replies to r: each compared with the last reply read
+// in full for the same client and format (see wire.Templates).
+func (h *Handler) repeats(r *http.Request, f format) wire.Repeats {
+	a, k, x := credentials(r)
+	return h.replies.For(h.replies.Scope(f.name, a, k, x))
 }
 
 // inspectRoute is the handler of a route whose replies are inspected in
@@ -135,6 +150,7 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		}
 		ex := h.newExchange(r.Context(), f, req, pol)
 		ex.received, ex.sent = received, int64(len(body))
+		ex.repeats = h.repeats(r, f)
 		info := requestInfoFrom(r.Context())
 		info.inspected = ex
 		err = h.proxy(w, r, body)
@@ -212,7 +228,7 @@ func (ex *exchange) inspect(resp *http.Response) error {
 	if err != nil {
 		return ex.readFailure(err)
 	}
-	if err := ex.req.ReadReply(raw); err != nil {
+	if err := ex.req.ReadReply(raw, ex.repeats); err != nil {
 		return err
 	}
 	ex.noteUsage(raw, false)

@@ -166,3 +166,57 @@ func TestAmbiguousReaskReplyEndsReasking(t *testing.T) {
 		t.Errorf("the failure does not say why re-asking stopped: %s", body)
 	}
 }
+
+// TestRepeatedRepliesAreReadAsClientsReadThem: a client's reply of the same
+// shape as its last is not tokenised again (wire.Templates), and is read
+// all the same: its own values, and what hides in a value's place.
+func TestRepeatedRepliesAreReadAsClientsReadThem(t *testing.T) {
+	call := func(args string) string {
+		return `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,` +
+			`"tool_calls":[{"id":"call_1","type":"function","function":{"name":"click","arguments":` + args + `}}]},"finish_reason":"tool_calls"}],` +
+			`"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`
+	}
+	first := call(`"{\"selector\":\"#a\"}"`)
+	tests := []struct {
+		name, second string
+		status       int
+		code         string // the error's, when refused
+		want         string // the arguments the client gets, when not
+		outcome      string
+	}{
+		{name: "other arguments", second: strings.Replace(call(`"{\"selector\":\"#bb\"}"`), `"created":1`, `"created":22`, 1),
+			status: 200, want: `{"selector":"#bb"}`, outcome: "valid"},
+		{name: "invalid arguments", second: call(`"{}"`), status: 200, want: `{"selector":"#c"}`, outcome: "reasked"},
+		{name: "duplicate arguments in the arguments' place", second: call(`"{\"selector\":\"#ok\"}","arguments":"{}"`),
+			status: 502, code: "upstream_ambiguous_reply"},
+		{name: "a member in another case in the arguments' place", second: call(`"{\"selector\":\"#ok\"}","Arguments":"{}"`),
+			status: 502, code: "upstream_ambiguous_reply"},
+		{name: "invalid UTF-8 in the arguments", second: call("\"{\\\"selector\\\":\\\"#\xff\\\"}\""),
+			status: 502, code: "upstream_invalid_json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newUpstream(t, reply{Body: first}, reply{Body: tt.second}, reply{Body: call(`"{\"selector\":\"#c\"}"`)})
+			srv, _ := guard(t, up, nil)
+			if resp, body := post(t, srv, "/v1/chat/completions", clickRequest("")); resp.StatusCode != 200 {
+				t.Fatalf("first reply: status %d, %s", resp.StatusCode, body)
+			}
+			resp, body := post(t, srv, "/v1/chat/completions", clickRequest(""))
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, body)
+			}
+			if tt.code != "" {
+				if got := mustJSON(t, body).Get("error.code").String(); got != tt.code {
+					t.Errorf("code %q, want %q (%s)", got, tt.code, body)
+				}
+				return
+			}
+			if got := mustJSON(t, body).Get("choices.0.message.tool_calls.0.function.arguments").String(); got != tt.want {
+				t.Errorf("arguments %s, want %s", got, tt.want)
+			}
+			if got := resp.Header.Get("X-Toolguard-Outcome"); got != tt.outcome {
+				t.Errorf("outcome %q, want %q", got, tt.outcome)
+			}
+		})
+	}
+}

@@ -222,21 +222,37 @@ func BenchmarkReplyRead(b *testing.B) {
 		{"messages/valid", messagesFormat, messagesRequest, messagesReply(`{"selector":"#login-button"}`), ladder.OutcomeValid},
 		{"messages/repaired", messagesFormat, messagesRequest, messagesReply(`{"Selector":"#login-button"}`), ladder.OutcomeRepaired},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			h, q, pol := benchExchange(b, c.f, c.req)
-			reply := []byte(c.reply)
-			b.ReportAllocs()
-			for b.Loop() {
-				ex := h.newExchange(context.Background(), c.f, q, pol)
-				if err := ex.req.ReadReply(reply); err != nil {
-					b.Fatal(err)
-				}
-				ex.noteUsage(reply, false)
-				if _, body, err := ex.run(reply); err != nil || len(body) == 0 || ex.x.Outcome != c.outcome {
-					b.Fatal(err, ex.x.Outcome)
-				}
+		// As a client's replies are read (each compared with the one
+		// before, which it repeats), and each read in full ("-full").
+		for _, full := range []bool{false, true} {
+			name := c.name
+			if full {
+				name += "-full"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				benchReplyRead(b, c.f, c.req, []byte(c.reply), c.outcome, full)
+			})
+		}
+	}
+}
+
+// benchReplyRead is one case of BenchmarkReplyRead.
+func benchReplyRead(b *testing.B, f format, req string, reply []byte, outcome ladder.Outcome, full bool) {
+	h, q, pol := benchExchange(b, f, req)
+	repeats := h.replies.For(1)
+	if full {
+		repeats = wire.Repeats{}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ex := h.newExchange(context.Background(), f, q, pol)
+		if err := ex.req.ReadReply(reply, repeats); err != nil {
+			b.Fatal(err)
+		}
+		ex.noteUsage(reply, false)
+		if _, body, err := ex.run(reply); err != nil || len(body) == 0 || ex.x.Outcome != outcome {
+			b.Fatal(err, ex.x.Outcome)
+		}
 	}
 }
 

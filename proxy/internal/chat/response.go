@@ -46,9 +46,10 @@ func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
 // to a client. The error is a *wire.Error for the client.
 //
 // What it finds of the reply's members and choices is kept for Usage and
-// Turns, which read the same body next.
-func (q *Request) ReadReply(body []byte) error {
-	if err := q.reply.Read(body, responseShape, "choices"); err != nil {
+// Turns, which read the same body next. r reads a reply that repeats the
+// client's last with other values without tokenising it again.
+func (q *Request) ReadReply(body []byte, r wire.Repeats) error {
+	if err := q.reply.Read(body, responseShape, "choices", r); err != nil {
 		return wire.MalformedReply(err)
 	}
 	return nil

@@ -268,13 +268,7 @@ func (c *HistoryCache) Scope(parts ...string) uint64 {
 	if c == nil {
 		return 0
 	}
-	var h maphash.Hash
-	h.SetSeed(c.seed)
-	for _, p := range parts {
-		h.WriteString(p)
-		h.WriteByte(0) // header values hold no NUL: the parts cannot run together
-	}
-	return h.Sum64()
+	return wire.Scope(c.seed, parts...)
 }
 
 // scratch is the per-request room for the prefixes' keys, reused: at most

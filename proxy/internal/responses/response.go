@@ -52,9 +52,11 @@ func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
 //
 // Where it finds the response's members is kept for Usage and Turns, which
 // read the same body next: a response echoes its request's instructions and
-// tools, which gjson would read past for each member after them.
-func (q *Request) ReadReply(body []byte) error {
-	if err := q.reply.Read(body, responseShape, ""); err != nil {
+// tools, which gjson would read past for each member after them. r reads a
+// response that repeats the client's last with other values without
+// tokenising it again.
+func (q *Request) ReadReply(body []byte, r wire.Repeats) error {
+	if err := q.reply.Read(body, responseShape, "", r); err != nil {
 		return wire.MalformedReply(err)
 	}
 	return nil

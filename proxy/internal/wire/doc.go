@@ -18,7 +18,9 @@
 //     not read strictly so is read again in full, for its error. A stream's
 //     event that is the last one read in full with only strings and numbers
 //     changed, each valid on its own, is not tokenised again
-//     (EventReader); any other is read in full.
+//     (EventReader); nor is a reply that is so the last one of the same
+//     client read in full (Templates, kept apart by the client's
+//     credentials, bounded); any other is read in full.
 //   - A Stream starts no goroutine: its work is done inside Read, and an
 //     event that may wait on the network is held until the output before
 //     it has gone out.

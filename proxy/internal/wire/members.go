@@ -132,13 +132,13 @@ func (m *Members) Of(body []byte) bool {
 // same body next (a format's Usage, then Turns): where its members are.
 type Kept struct{ m *Members }
 
-// Read reads body strictly (StrictMembers), recording its members and the
-// items of the member items, and keeps them.
-func (k *Kept) Read(body []byte, s Shape, items string) error {
+// Read reads body strictly (StrictMembers, through r: see Repeats),
+// recording its members and the items of the member items, and keeps them.
+func (k *Kept) Read(body []byte, s Shape, items string, r Repeats) error {
 	if k.m == nil {
 		k.m = NewMembers(items)
 	}
-	if err := StrictMembers(body, s, k.m); err != nil {
+	if err := r.Read(body, s, k.m); err != nil {
 		k.m = nil
 		return err
 	}

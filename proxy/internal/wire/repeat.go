@@ -2,9 +2,11 @@ package wire
 
 import (
 	"bytes"
+	"hash/maphash"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -239,4 +241,110 @@ func scalarEnd(b []byte, q int) int {
 // the values an EventReader lets change.
 func scalarKind(raw []byte) bool {
 	return len(raw) > 0 && (raw[0] == '"' || raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9')
+}
+
+// Replies repeat one another too: an agent's model, asked again and again
+// to call the same tools, answers with completions of the same shape whose
+// ids, texts, arguments and token counts differ. Templates keeps, for each
+// scope (a client's credentials and the format: see Scope), the last reply
+// read in full as a template, and reads a reply that repeats it as an
+// EventReader reads an event that repeats the last. A scope's replies are
+// compared with that scope's only: no client's reply is compared with
+// another's.
+//
+// At most maxTemplateScopes scopes are kept, the oldest forgotten first,
+// each template at most maxTemplateBytes and its record: about 5 MB in all.
+type Templates struct {
+	seed maphash.Seed
+	mu   sync.Mutex
+	by   map[uint64]*template
+	// order holds the scopes in the order they were first kept, as a
+	// ring from next.
+	order [maxTemplateScopes]uint64
+	n     int
+	next  int
+}
+
+const maxTemplateScopes = 256
+
+// NewTemplates returns an empty Templates.
+func NewTemplates() *Templates {
+	return &Templates{seed: maphash.MakeSeed(), by: map[uint64]*template{}}
+}
+
+// Scope is the hash of parts (the format, the client's credentials) that
+// keeps apart the templates of different clients: seeded, so it tells
+// nothing of the parts outside this process.
+func (c *Templates) Scope(parts ...string) uint64 { return Scope(c.seed, parts...) }
+
+// Scope is a seeded hash of parts (header values, which hold no NUL), each
+// told apart from the next: a cache's key for a client that says nothing of
+// the parts outside this process.
+func Scope(seed maphash.Seed, parts ...string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	for _, p := range parts {
+		h.WriteString(p)
+		h.WriteByte(0) // header values hold no NUL: the parts cannot run together
+	}
+	return h.Sum64()
+}
+
+// For returns the reading of a scope's replies.
+func (c *Templates) For(scope uint64) Repeats { return Repeats{c: c, scope: scope} }
+
+// Repeats reads the replies of one scope (see Templates). The zero Repeats
+// keeps no template: it reads each reply in full.
+type Repeats struct {
+	c     *Templates
+	scope uint64
+}
+
+// Read is StrictMembers(body, s, m): the same error, and the same members
+// recorded in m (which may be nil).
+func (r Repeats) Read(body []byte, s Shape, m *Members) error {
+	if r.c == nil {
+		return StrictMembers(body, s, m)
+	}
+	if m == nil {
+		m = NewMembers("")
+		defer m.Release()
+	}
+	c := r.c
+	c.mu.Lock()
+	tp := c.by[r.scope]
+	c.mu.Unlock()
+	if tp != nil && len(body) <= maxTemplateBytes && tp.shape == shapeOf(s) && tp.items == m.items {
+		var room [maxTemplateValues]int
+		if _, ok := tp.repeat(body, m, room[:0]); ok {
+			return nil
+		}
+	}
+	rec := m.recording()
+	if err := strictMembers(body, s, m, nil, nil, nil, rec); err != nil {
+		return err
+	}
+	// A new template, not the old one changed: other requests may be
+	// reading it.
+	tp = new(template)
+	if tp.set(s, body, m, *rec) {
+		c.keep(r.scope, tp)
+	}
+	return nil
+}
+
+// keep makes tp the scope's template.
+func (c *Templates) keep(scope uint64, tp *template) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.by[scope]; !ok {
+		if c.n == len(c.order) {
+			delete(c.by, c.order[c.next])
+		} else {
+			c.n++
+		}
+		c.order[c.next] = scope
+		c.next = (c.next + 1) % len(c.order)
+	}
+	c.by[scope] = tp
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -43,6 +44,16 @@ func readBoth(t testing.TB, prev, ev []byte) (repeated bool) {
 	}
 	if got == nil {
 		sameMembers(t, m, want)
+	}
+	// A client's replies, read through Templates, the same.
+	c := NewTemplates()
+	rm := NewMembers("choices")
+	defer rm.Release()
+	_ = c.For(1).Read(prev, eventShape, rm)
+	if err := c.For(1).Read(ev, eventShape, rm); fmt.Sprint(err) != fmt.Sprint(wantErr) {
+		t.Fatalf("as a reply, after %q\nread %q:\nerror %v, want %v", prev, ev, err, wantErr)
+	} else if err == nil {
+		sameMembers(t, rm, want)
 	}
 	// A repeat keeps the template it matched, byte for byte.
 	return wasTemplate && got == nil && string(r.tp.t) == string(prev)
@@ -233,5 +244,111 @@ func benchReads(b *testing.B, bodies [][]byte, read func([]byte, *Members) error
 		if err := read(bodies[i%len(bodies)], m); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestTemplatesKeepScopesApart: a reply is compared only with the last
+// reply of its own scope; each scope keeps its own template, and no more
+// than maxTemplateScopes are kept.
+func TestTemplatesKeepScopesApart(t *testing.T) {
+	first, again := []byte(chunk(`"Hi"`, `"UC"`)), []byte(chunk(`" there"`, `"LcdzdJdMMgDHt6"`))
+	c := NewTemplates()
+	a, b := c.Scope("chat", "Bearer a"), c.Scope("chat", "Bearer b")
+	if a == b || a != c.Scope("chat", "Bearer a") || c.Scope("chat", "Bearer a", "") == a || c.Scope("chatBearer a") == a {
+		t.Fatal("scopes do not tell the parts apart")
+	}
+	m := NewMembers("choices")
+	defer m.Release()
+	template := func(scope uint64) string {
+		if tp := c.by[scope]; tp != nil {
+			return string(tp.t)
+		}
+		return ""
+	}
+	for _, step := range []struct {
+		scope        uint64
+		body         []byte
+		wantA, wantB []byte // the templates after it
+	}{
+		{a, first, first, nil},
+		{b, again, first, again}, // b has no template yet: read in full
+		{a, again, first, again}, // a repeat of a's: the template stays
+		{b, first, first, again}, // a repeat of b's
+	} {
+		if err := c.For(step.scope).Read(step.body, eventShape, m); err != nil {
+			t.Fatal(err)
+		}
+		if template(a) != string(step.wantA) || template(b) != string(step.wantB) {
+			t.Fatalf("after %q: templates %q and %q, want %q and %q", step.body, template(a), template(b), step.wantA, step.wantB)
+		}
+	}
+	for i := range 3 * maxTemplateScopes {
+		if err := c.For(c.Scope("chat", fmt.Sprint(i))).Read(first, eventShape, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.by) != maxTemplateScopes || c.n != maxTemplateScopes {
+		t.Errorf("%d scopes kept (%d counted), want %d", len(c.by), c.n, maxTemplateScopes)
+	}
+	if template(a) != "" {
+		t.Error("the oldest scope was not forgotten")
+	}
+}
+
+// TestTemplatesConcurrently reads replies of two shapes in turn, from many
+// goroutines sharing scopes, each as StrictMembers reads it (run it with
+// -race: a template is shared while it is read).
+func TestTemplatesConcurrently(t *testing.T) {
+	bodies := [][]byte{
+		[]byte(chunk(`"Hi"`, `"UC"`)),
+		[]byte(chunk(`" there"`, `"LcdzdJdMMgDHt6"`)),
+		[]byte(`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`),
+		[]byte(chunk(`"a\"b"`, `"x"`)),
+	}
+	c := NewTemplates()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m, want := NewMembers("choices"), NewMembers("choices")
+			defer m.Release()
+			defer want.Release()
+			for i := range 500 {
+				body := bodies[(g+i)%len(bodies)]
+				if err := c.For(uint64(g%3)).Read(body, eventShape, m); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := StrictMembers(body, eventShape, want); err != nil {
+					t.Error(err)
+					return
+				}
+				sameMembers(t, m, want)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// BenchmarkRepeats reads a client's replies through Templates and with
+// StrictMembers alone: replies that repeat the last, and replies of two
+// shapes in turn, each read in full and kept as a new template.
+func BenchmarkRepeats(b *testing.B) {
+	first := []byte(chunk(`"Hi"`, `"UC"`))
+	for _, c := range []struct {
+		name   string
+		bodies [][]byte
+	}{
+		{"repeats", [][]byte{first, []byte(chunk(`" there"`, `"LcdzdJdMMgDHt6"`))}},
+		{"two-shapes", [][]byte{first, []byte(`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`)}},
+	} {
+		r := NewTemplates().For(1)
+		b.Run(c.name+"/templates", func(b *testing.B) {
+			benchReads(b, c.bodies, func(body []byte, m *Members) error { return r.Read(body, eventShape, m) })
+		})
+		b.Run(c.name+"/strict", func(b *testing.B) {
+			benchReads(b, c.bodies, func(body []byte, m *Members) error { return StrictMembers(body, eventShape, m) })
+		})
 	}
 }
