@@ -203,7 +203,11 @@ func (h *Handler) finish(rec *recorder, r *http.Request, info *requestInfo) {
 	// source); and with its request_id among its attributes, where
 	// requestIDs would add it last, so the record grows once.
 	attrs = append(attrs, requestIDAttr(info.id))
-	rl := slog.NewRecord(time.Now(), level, "request", 0)
+	now := time.Now()
+	if h.accessJSON != nil && writeAccessLine(h.accessJSON, now, level, "request", attrs) {
+		return
+	}
+	rl := slog.NewRecord(now, level, "request", 0)
 	rl.AddAttrs(attrs...)
 	h.accessLog.Handle(r.Context(), rl)
 }

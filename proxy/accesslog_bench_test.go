@@ -16,23 +16,31 @@ import (
 // BenchmarkFinish measures what every inspected chat completion pays after
 // its response: the metrics and the access-log line (JSON, as toolguard
 // logs by default, to a discarding writer), for a valid call and a repaired
-// one, and with the log at warn, where the line is not written.
+// one, through slog and written directly (Options.AccessLog, as cmd/proxy
+// logs), and with the log at warn, where the line is not written.
 func BenchmarkFinish(b *testing.B) {
 	cases := []struct {
-		name  string
-		level slog.Level
-		edits int
+		name   string
+		level  slog.Level
+		edits  int
+		direct bool
 	}{
-		{"valid", slog.LevelInfo, 0},
-		{"repaired", slog.LevelInfo, 1},
-		{"valid-log-warn", slog.LevelWarn, 0},
+		{"valid", slog.LevelInfo, 0, false},
+		{"repaired", slog.LevelInfo, 1, false},
+		{"valid-direct", slog.LevelInfo, 0, true},
+		{"repaired-direct", slog.LevelInfo, 1, true},
+		{"valid-log-warn", slog.LevelWarn, 0, false},
 	}
 	for _, tt := range cases {
 		b.Run(tt.name, func(b *testing.B) {
 			cfg := policy.Default()
 			cfg.UpstreamURL = "http://127.0.0.1:1/v1"
 			log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: tt.level}))
-			h, err := New(Options{Config: cfg, Logger: log})
+			o := Options{Config: cfg, Logger: log}
+			if tt.direct {
+				o.AccessLog = io.Discard
+			}
+			h, err := New(o)
 			if err != nil {
 				b.Fatal(err)
 			}

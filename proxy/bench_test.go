@@ -255,8 +255,9 @@ func benchInspected(b *testing.B, reply, path, req, outcome string) {
 // BenchmarkChatCompletionParts splits what toolguard adds to a valid call's
 // request, through HTTP beside a bare reverse proxy: the plumbing (toolguard
 // with inspection off, TOOLGUARD_MODE=off), the access log (a JSON log line
-// to a discarding writer, as toolguard logs by default, against none), and
-// the inspection (the default mode). Its figures are most telling as
+// to a discarding writer, through slog, and written directly as cmd/proxy
+// writes it by default (Options.AccessLog), against none), and the
+// inspection (the default mode). Its figures are most telling as
 // instruction counts (BENCHMARKS.md, "Instruction counts"): time through
 // HTTP on two cores moves more than these parts differ.
 func BenchmarkChatCompletionParts(b *testing.B) {
@@ -265,13 +266,16 @@ func BenchmarkChatCompletionParts(b *testing.B) {
 		name string
 		mode policy.Mode
 		log  *slog.Logger
-		url  string
+		// direct: the request line written without slog (Options.AccessLog).
+		direct bool
+		url    string
 	}{
 		{name: "reverseproxy", url: bare.URL},
 		{name: "off", mode: policy.ModeOff, log: slog.New(slog.DiscardHandler)},
 		{name: "off-logged", mode: policy.ModeOff, log: slog.New(slog.NewJSONHandler(io.Discard, nil))},
 		{name: "toolguard", mode: policy.ModeRepair, log: slog.New(slog.DiscardHandler)},
 		{name: "toolguard-logged", mode: policy.ModeRepair, log: slog.New(slog.NewJSONHandler(io.Discard, nil))},
+		{name: "toolguard-logged-direct", mode: policy.ModeRepair, log: slog.New(slog.NewJSONHandler(io.Discard, nil)), direct: true},
 	}
 	req := clickRequest("")
 	for _, arm := range arms {
@@ -279,7 +283,11 @@ func BenchmarkChatCompletionParts(b *testing.B) {
 			cfg := policy.Default()
 			cfg.UpstreamURL = up.URL + "/v1"
 			cfg.Mode = arm.mode
-			h, err := proxy.New(proxy.Options{Config: cfg, Logger: arm.log})
+			o := proxy.Options{Config: cfg, Logger: arm.log}
+			if arm.direct {
+				o.AccessLog = io.Discard
+			}
+			h, err := proxy.New(o)
 			if err != nil {
 				b.Fatal(err)
 			}

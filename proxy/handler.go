@@ -33,6 +33,14 @@ type Options struct {
 	// same line every time): under HandlerOptions.AddSource its source is
 	// empty.
 	Logger *slog.Logger
+	// AccessLog, if not nil, is where each request's line goes, written
+	// without slog when it can be: byte for byte as
+	// slog.NewJSONHandler(AccessLog, opts) writes it, for opts without
+	// ReplaceAttr or AddSource, in one Write (AccessLog must be safe for
+	// concurrent use). Set it only to the writer of Logger's JSONHandler.
+	// Logger's level still decides whether the line is written, and a line
+	// that cannot be written so goes through Logger.
+	AccessLog io.Writer
 	// Transport reaches the upstream. If nil, NewTransport(Config) is used.
 	Transport http.RoundTripper
 	// TracerProvider, if not nil, traces each request and each upstream
@@ -69,6 +77,8 @@ type Handler struct {
 	serve    http.Handler             // serveHTTP, traced when tracing is on
 	inspect  map[string]returnHandler // the inspected routes, by format name
 
+	// accessJSON is Options.AccessLog.
+	accessJSON io.Writer
 	// accessLog is the handler under log's request ids, for the access
 	// line, which carries its request_id itself (see finish).
 	accessLog slog.Handler
@@ -87,17 +97,18 @@ func New(o Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{
-		cfg:      o.Config,
-		upstream: u,
-		rt:       o.Transport,
-		schemas:  validate.NewCache(o.Config.SchemaCacheSize),
-		history:  ladder.NewHistoryCache(),
-		decls:    ladder.NewDeclarations(),
-		replies:  wire.NewTemplates(),
-		log:      o.Logger,
-		keys:     newKeyring(o.Config.APIKeys),
-		slots:    newSlots(o.Config.MaxConcurrentUpstream),
-		decoded:  newByteBudget(decodedInFlight * o.Config.MaxBodyBytes),
+		cfg:        o.Config,
+		upstream:   u,
+		rt:         o.Transport,
+		schemas:    validate.NewCache(o.Config.SchemaCacheSize),
+		history:    ladder.NewHistoryCache(),
+		decls:      ladder.NewDeclarations(),
+		replies:    wire.NewTemplates(),
+		log:        o.Logger,
+		accessJSON: o.AccessLog,
+		keys:       newKeyring(o.Config.APIKeys),
+		slots:      newSlots(o.Config.MaxConcurrentUpstream),
+		decoded:    newByteBudget(decodedInFlight * o.Config.MaxBodyBytes),
 	}
 	h.global = h.cfg.Rules("")
 	h.schemas.SetMaxBytes(o.Config.SchemaCacheBytes)

@@ -89,6 +89,10 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 		return err
 	}
 	opts := proxy.Options{Config: cfg, Logger: logger}
+	if cfg.LogFormat != "text" {
+		// newLogger's JSONHandler writes to logOut: request lines can too.
+		opts.AccessLog = logOut
+	}
 	if tp != nil {
 		opts.TracerProvider = tp
 		defer func() {
