@@ -62,8 +62,9 @@ type Handler struct {
 	// decls remembers the tools that requests declared, so that
 	// declarations sent again are not walked again.
 	decls *ladder.Declarations
-	// replies remembers each client's last reply read in full, so that a
-	// reply of the same shape is not tokenised again.
+	// replies remembers each client's last two replies of different
+	// shapes read in full, so that a reply of either shape is not
+	// tokenised again.
 	replies  *wire.Templates
 	log      *slog.Logger
 	mux      *http.ServeMux

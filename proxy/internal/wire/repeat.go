@@ -245,19 +245,22 @@ func scalarKind(raw []byte) bool {
 
 // Replies repeat one another too: an agent's model, asked again and again
 // to call the same tools, answers with completions of the same shape whose
-// ids, texts, arguments and token counts differ. Templates keeps, for each
-// scope (a client's credentials and the format: see Scope), the last reply
-// read in full as a template, and reads a reply that repeats it as an
-// EventReader reads an event that repeats the last. A scope's replies are
-// compared with that scope's only: no client's reply is compared with
-// another's.
+// ids, texts, arguments and token counts differ; or with two shapes in
+// turn (a call, then text; calls of two tools). Templates keeps, for each
+// scope (a client's credentials and the format: see Scope), the last two
+// replies of different shapes read in full as templates, and reads a reply
+// that repeats one of them as an EventReader reads an event that repeats
+// the last. A scope's replies are compared with that scope's only: no
+// client's reply is compared with another's.
 //
 // At most maxTemplateScopes scopes are kept, the oldest forgotten first,
-// each template at most maxTemplateBytes and its record: about 5 MB in all.
+// each with two templates of at most maxTemplateBytes and their records:
+// about 10 MB in all.
 type Templates struct {
 	seed maphash.Seed
 	mu   sync.Mutex
-	by   map[uint64]*template
+	// by holds each scope's templates, the one that last served first.
+	by map[uint64][2]*template
 	// order holds the scopes in the order they were first kept, as a
 	// ring from next.
 	order [maxTemplateScopes]uint64
@@ -269,7 +272,7 @@ const maxTemplateScopes = 256
 
 // NewTemplates returns an empty Templates.
 func NewTemplates() *Templates {
-	return &Templates{seed: maphash.MakeSeed(), by: map[uint64]*template{}}
+	return &Templates{seed: maphash.MakeSeed(), by: map[uint64][2]*template{}}
 }
 
 // Scope is the hash of parts (the format, the client's credentials) that
@@ -312,32 +315,41 @@ func (r Repeats) Read(body []byte, s Shape, m *Members) error {
 	}
 	c := r.c
 	c.mu.Lock()
-	tp := c.by[r.scope]
+	tps := c.by[r.scope]
 	c.mu.Unlock()
-	if tp != nil && len(body) <= maxTemplateBytes && tp.shape == shapeOf(s) && tp.items == m.items {
-		var room [maxTemplateValues]int
-		if _, ok := tp.repeat(body, m, room[:0]); ok {
-			return nil
+	if len(body) <= maxTemplateBytes {
+		for i, tp := range tps {
+			if tp == nil || tp.shape != shapeOf(s) || tp.items != m.items {
+				continue
+			}
+			var room [maxTemplateValues]int
+			if _, ok := tp.repeat(body, m, room[:0]); ok {
+				if i == 1 {
+					c.served(r.scope, tp)
+				}
+				return nil
+			}
 		}
 	}
 	rec := m.recording()
 	if err := strictMembers(body, s, m, nil, nil, nil, rec); err != nil {
 		return err
 	}
-	// A new template, not the old one changed: other requests may be
+	// A new template, not an old one changed: other requests may be
 	// reading it.
-	tp = new(template)
+	tp := new(template)
 	if tp.set(s, body, m, *rec) {
 		c.keep(r.scope, tp)
 	}
 	return nil
 }
 
-// keep makes tp the scope's template.
+// keep makes tp the scope's first template, and its first the second.
 func (c *Templates) keep(scope uint64, tp *template) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.by[scope]; !ok {
+	tps, ok := c.by[scope]
+	if !ok {
 		if c.n == len(c.order) {
 			delete(c.by, c.order[c.next])
 		} else {
@@ -346,5 +358,17 @@ func (c *Templates) keep(scope uint64, tp *template) {
 		c.order[c.next] = scope
 		c.next = (c.next + 1) % len(c.order)
 	}
-	c.by[scope] = tp
+	c.by[scope] = [2]*template{tp, tps[0]}
+}
+
+// served puts tp, the scope's second template, which read the last reply,
+// first: the template that went longest without serving is replaced next.
+func (c *Templates) served(scope uint64, tp *template) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Another request may have changed them since: only a pair that still
+	// holds tp second is turned.
+	if tps, ok := c.by[scope]; ok && tps[1] == tp {
+		c.by[scope] = [2]*template{tp, tps[0]}
+	}
 }

@@ -260,7 +260,7 @@ func TestTemplatesKeepScopesApart(t *testing.T) {
 	m := NewMembers("choices")
 	defer m.Release()
 	template := func(scope uint64) string {
-		if tp := c.by[scope]; tp != nil {
+		if tp := c.by[scope][0]; tp != nil {
 			return string(tp.t)
 		}
 		return ""
@@ -292,6 +292,63 @@ func TestTemplatesKeepScopesApart(t *testing.T) {
 	}
 	if template(a) != "" {
 		t.Error("the oldest scope was not forgotten")
+	}
+}
+
+// TestTemplatesTwoShapes: a scope keeps two templates of different shapes,
+// the one that served last first, so that replies of two shapes in turn
+// are both read as repeats, and a third shape replaces the template that
+// went longest without serving.
+func TestTemplatesTwoShapes(t *testing.T) {
+	role := func(id string) []byte {
+		return []byte(`{"id":"` + id + `","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`)
+	}
+	finish := func(id string) []byte {
+		return []byte(`{"id":"` + id + `","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":1}}`)
+	}
+	a1, a2, a3 := []byte(chunk(`"Hi"`, `"UC"`)), []byte(chunk(`" there"`, `"LcdzdJdMMgDHt6"`)), []byte(chunk(`"!"`, `"x"`))
+	b1, b2, b3 := role("r1"), role("r22"), role("r333")
+	c1 := finish("f1")
+	c := NewTemplates()
+	scope := c.Scope("chat", "Bearer a")
+	m, want := NewMembers("choices"), NewMembers("choices")
+	defer m.Release()
+	defer want.Release()
+	text := func(tp *template) string {
+		if tp == nil {
+			return ""
+		}
+		return string(tp.t)
+	}
+	for _, step := range []struct {
+		body         []byte
+		first, other []byte // the templates after it
+	}{
+		{a1, a1, nil},
+		{b1, b1, a1},
+		{a2, a1, b1}, // a repeat of the second: it comes first
+		{b2, b1, a1},
+		{a3, a1, b1},
+		{c1, c1, a1}, // a third shape: b1 went longest without serving
+		{b3, b3, c1},
+		{a2, a2, b3},
+	} {
+		before := c.by[scope]
+		if err := c.For(scope).Read(step.body, eventShape, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := StrictMembers(step.body, eventShape, want); err != nil {
+			t.Fatal(err)
+		}
+		sameMembers(t, m, want)
+		got := c.by[scope]
+		if text(got[0]) != string(step.first) || text(got[1]) != string(step.other) {
+			t.Fatalf("after %s: templates %s and %s, want %s and %s", step.body, text(got[0]), text(got[1]), step.first, step.other)
+		}
+		// A repeat makes no template: both are those there were before.
+		if repeat := text(before[0]) == string(step.first) || text(before[1]) == string(step.first); repeat && got[0] != before[0] && got[0] != before[1] {
+			t.Fatalf("after %s: a new template for a repeat", step.body)
+		}
 	}
 }
 
@@ -332,8 +389,10 @@ func TestTemplatesConcurrently(t *testing.T) {
 }
 
 // BenchmarkRepeats reads a client's replies through Templates and with
-// StrictMembers alone: replies that repeat the last, and replies of two
-// shapes in turn, each read in full and kept as a new template.
+// StrictMembers alone: replies that repeat the last, replies of two shapes
+// in turn (each a repeat of the template before the last), and of three
+// shapes in turn, each compared with both templates in vain, then read in
+// full and kept as a new template.
 func BenchmarkRepeats(b *testing.B) {
 	first := []byte(chunk(`"Hi"`, `"UC"`))
 	for _, c := range []struct {
@@ -342,6 +401,8 @@ func BenchmarkRepeats(b *testing.B) {
 	}{
 		{"repeats", [][]byte{first, []byte(chunk(`" there"`, `"LcdzdJdMMgDHt6"`))}},
 		{"two-shapes", [][]byte{first, []byte(`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`)}},
+		{"three-shapes", [][]byte{first, []byte(`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`),
+			[]byte(`{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":1}}`)}},
 	} {
 		r := NewTemplates().For(1)
 		b.Run(c.name+"/templates", func(b *testing.B) {
