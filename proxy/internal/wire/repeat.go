@@ -318,8 +318,9 @@ func (r Repeats) Read(body []byte, s Shape, m *Members) error {
 	tps := c.by[r.scope]
 	c.mu.Unlock()
 	if len(body) <= maxTemplateBytes {
+		shape := shapeOf(s)
 		for i, tp := range tps {
-			if tp == nil || tp.shape != shapeOf(s) || tp.items != m.items {
+			if tp == nil || tp.shape != shape || tp.items != m.items {
 				continue
 			}
 			var room [maxTemplateValues]int

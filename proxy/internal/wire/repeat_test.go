@@ -227,13 +227,17 @@ func BenchmarkEventReader(b *testing.B) {
 		{"last-bytes-differ", [][]byte{first, []byte(strings.TrimSuffix(string(first), "}") + " }")}},
 	} {
 		r := NewEventReader(eventShape)
-		b.Run(c.name+"/reader", func(b *testing.B) {
-			benchReads(b, c.events, func(body []byte, m *Members) error { return r.Read(body, m) })
-		})
-		b.Run(c.name+"/strict", func(b *testing.B) {
-			benchReads(b, c.events, func(body []byte, m *Members) error { return StrictMembers(body, eventShape, m) })
-		})
+		benchBeside(b, c.name, "reader", c.events, func(body []byte, m *Members) error { return r.Read(body, m) })
 	}
+}
+
+// benchBeside runs name/arm, reading the bodies in turn with read, and
+// beside it name/strict, reading them with StrictMembers alone.
+func benchBeside(b *testing.B, name, arm string, bodies [][]byte, read func([]byte, *Members) error) {
+	b.Run(name+"/"+arm, func(b *testing.B) { benchReads(b, bodies, read) })
+	b.Run(name+"/strict", func(b *testing.B) {
+		benchReads(b, bodies, func(body []byte, m *Members) error { return StrictMembers(body, eventShape, m) })
+	})
 }
 
 // benchReads reads the bodies in turn with read, one Members for all.
@@ -392,24 +396,28 @@ func TestTemplatesConcurrently(t *testing.T) {
 // StrictMembers alone: replies that repeat the last, replies of two shapes
 // in turn (each a repeat of the template before the last), and of three
 // shapes in turn, each compared with both templates in vain, then read in
-// full and kept as a new template.
+// full and kept as a new template; and three shapes that share a text of
+// 1 to 8 KB and differ only after it, so that each comparison in vain runs
+// the whole length (the cost must double with the text, no more).
 func BenchmarkRepeats(b *testing.B) {
 	first := []byte(chunk(`"Hi"`, `"UC"`))
-	for _, c := range []struct {
+	type bench struct {
 		name   string
 		bodies [][]byte
-	}{
+	}
+	cases := []bench{
 		{"repeats", [][]byte{first, []byte(chunk(`" there"`, `"LcdzdJdMMgDHt6"`))}},
 		{"two-shapes", [][]byte{first, []byte(`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`)}},
 		{"three-shapes", [][]byte{first, []byte(`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`),
 			[]byte(`{"id":"x","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":1}}`)}},
-	} {
+	}
+	for _, kb := range []int{1, 2, 4, 8} {
+		text := `{"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("a", kb<<10) + `"},"finish_reason":null}]`
+		cases = append(cases, bench{fmt.Sprintf("three-shapes-%dKB", kb),
+			[][]byte{[]byte(text + `}`), []byte(text + `,"model":null}`), []byte(text + `,"usage":null}`)}})
+	}
+	for _, c := range cases {
 		r := NewTemplates().For(1)
-		b.Run(c.name+"/templates", func(b *testing.B) {
-			benchReads(b, c.bodies, func(body []byte, m *Members) error { return r.Read(body, eventShape, m) })
-		})
-		b.Run(c.name+"/strict", func(b *testing.B) {
-			benchReads(b, c.bodies, func(body []byte, m *Members) error { return StrictMembers(body, eventShape, m) })
-		})
+		benchBeside(b, c.name, "templates", c.bodies, func(body []byte, m *Members) error { return r.Read(body, eventShape, m) })
 	}
 }
