@@ -641,7 +641,9 @@ func TestResponsesUnderAnyPrefixAreInspected(t *testing.T) {
 		for _, path := range paths {
 			t.Run(fmt.Sprintf("%s/stream=%v", strings.ReplaceAll(path, "/", "-"), stream), func(t *testing.T) {
 				up := newUpstream(t)
-				scriptResponses(up, fake.Reply{Calls: []fake.Call{click("call_1", `{}`)}})
+				// The re-ask is answered with the same invalid call.
+				bad := fake.Reply{Calls: []fake.Call{click("call_1", `{}`)}}
+				scriptResponses(up, bad, bad)
 				srv, _ := guard(t, up, func(c *policy.Config) { c.MaxReasks = 1 })
 				extra := ""
 				if stream {
