@@ -211,6 +211,35 @@ func FuzzEventReader(f *testing.F) {
 	})
 }
 
+// FuzzTemplates: whatever a client's replies are, each read through
+// Templates (two a client) reads as StrictMembers reads it alone. The
+// replies are read in the order a, b, c, a, c, b, so that each is compared
+// with a template it repeats, or with one that served before the last, as
+// the first or the second of the two. The seeds pair each repeat of
+// repeatSeeds with a reply of another shape between them.
+func FuzzTemplates(f *testing.F) {
+	other := `{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`
+	for _, s := range repeatSeeds {
+		f.Add([]byte(s[0]), []byte(other), []byte(s[1]))
+		f.Add([]byte(s[0]), []byte(s[1]), []byte(other))
+	}
+	f.Fuzz(func(t *testing.T, a, b, c []byte) {
+		r := NewTemplates().For(1)
+		m, want := NewMembers("choices"), NewMembers("choices")
+		defer m.Release()
+		defer want.Release()
+		for _, body := range [][]byte{a, b, c, a, c, b} {
+			err, wantErr := r.Read(body, eventShape, m), StrictMembers(body, eventShape, want)
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Fatalf("after %q, %q, %q\nread %q:\nerror %v, want %v", a, b, c, body, err, wantErr)
+			}
+			if err == nil {
+				sameMembers(t, m, want)
+			}
+		}
+	})
+}
+
 // BenchmarkEventReader reads events with an EventReader and with
 // StrictMembers alone: events that repeat the one before with other text;
 // events of two shapes in turn, none a repeat; and, the dearest case for
