@@ -65,7 +65,10 @@ type Handler struct {
 	// replies remembers each client's last two replies of different
 	// shapes read in full, so that a reply of either shape is not
 	// tokenised again.
-	replies  *wire.Templates
+	replies *wire.Templates
+	// starts remembers the first events of each client's last streams,
+	// so that a stream's first events are not tokenised again.
+	starts   *wire.Templates
 	log      *slog.Logger
 	mux      *http.ServeMux
 	ready    atomic.Bool
@@ -105,6 +108,7 @@ func New(o Options) (*Handler, error) {
 		history:    ladder.NewHistoryCache(),
 		decls:      ladder.NewDeclarations(),
 		replies:    wire.NewTemplates(),
+		starts:     wire.NewStreamStarts(),
 		log:        o.Logger,
 		accessJSON: o.AccessLog,
 		keys:       newKeyring(o.Config.APIKeys),

@@ -59,7 +59,10 @@ type exchange struct {
 	model   string // the model the request named, for the metrics
 	// repeats reads the reply, compared with the client's last.
 	repeats wire.Repeats
-	fb      fallbackUse
+	// starts reads a stream's first events, compared with the client's
+	// last streams'.
+	starts wire.Repeats
+	fb     fallbackUse
 	// tokens the upstream reported: input and output of the first attempt,
 	// then of the re-asks.
 	tokens [4]int64
@@ -83,11 +86,14 @@ func (h *Handler) historyUse(r *http.Request, f format) *ladder.HistoryUse {
 	return h.history.Use(h.history.Scope(f.name, a, k, x))
 }
 
-// repeats reads the replies to r: each compared with the last reply read
-// in full for the same client and format (see wire.Templates).
-func (h *Handler) repeats(r *http.Request, f format) wire.Repeats {
+// repeats reads the replies to r, each compared with the last replies read
+// in full for the same client and format (see wire.Templates), and starts
+// the first events of its streams, compared with the client's last
+// streams' (see wire.EventReader).
+func (h *Handler) repeats(r *http.Request, f format) (replies, starts wire.Repeats) {
 	a, k, x := credentials(r)
-	return h.replies.For(h.replies.Scope(f.name, a, k, x))
+	scope := h.replies.Scope(f.name, a, k, x)
+	return h.replies.For(scope), h.starts.For(scope)
 }
 
 // inspectRoute is the handler of a route whose replies are inspected in
@@ -150,7 +156,7 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		}
 		ex := h.newExchange(r.Context(), f, req, pol)
 		ex.received, ex.sent = received, int64(len(body))
-		ex.repeats = h.repeats(r, f)
+		ex.repeats, ex.starts = h.repeats(r, f)
 		info := requestInfoFrom(r.Context())
 		info.inspected = ex
 		err = h.proxy(w, r, body)
@@ -339,6 +345,7 @@ func (ex *exchange) session() ladder.Session {
 		Usage:   func(data []byte) { ex.noteUsage(data, false) },
 		ModelOf: ex.fallbackModelOf,
 		Redact:  ex.redact,
+		Starts:  ex.starts,
 	}
 }
 

@@ -273,31 +273,41 @@ func BenchmarkStreamEvents(b *testing.B) {
 		{"responses", responsesFormat, fake.Responses, `{"model":"gpt-4o","stream":true,"input":"Log in.","tools":[{"type":"function","name":"click","parameters":` + clickSchema + `}]}`},
 		{"messages", messagesFormat, fake.Messages, `{"model":"claude-test","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Log in."}],"tools":[{"name":"click","input_schema":` + clickSchema + `}]}`},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			// Text in deltas of 8 bytes: 50 of them; arguments in 3.
-			events := c.fake.Events(reply, 8)
-			var sb strings.Builder
-			for _, ev := range events {
-				sb.WriteString(ev)
-			}
-			stream := sb.String()
-			h, q, pol := benchExchange(b, c.f, c.req)
-			var out bytes.Buffer
-			b.ReportAllocs()
-			b.SetBytes(int64(len(stream)))
-			for b.Loop() {
-				ex := h.newExchange(context.Background(), c.f, q, pol)
-				resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(strings.NewReader(stream))}
-				ex.stream(resp)
-				out.Reset()
-				if _, err := io.Copy(&out, resp.Body); err != nil {
-					b.Fatal(err)
+		for _, name := range []string{c.name, c.name + "-first"} {
+			b.Run(name, func(b *testing.B) {
+				// Text in deltas of 8 bytes: 50 of them; arguments in 3.
+				events := c.fake.Events(reply, 8)
+				var sb strings.Builder
+				for _, ev := range events {
+					sb.WriteString(ev)
 				}
-				if ex.x.Outcome != ladder.OutcomeValid || out.Len() < len(stream)/2 {
-					b.Fatalf("outcome %q, %d bytes out:\n%s", ex.x.Outcome, out.Len(), out.String())
+				stream := sb.String()
+				h, q, pol := benchExchange(b, c.f, c.req)
+				// starts: as a client's streams, one after another, whose first
+				// events repeat those of the stream before; or each read as
+				// the first stream of a client (-first).
+				var starts wire.Repeats
+				if !strings.HasSuffix(b.Name(), "-first") {
+					starts = h.starts.For(1)
 				}
-			}
-		})
+				var out bytes.Buffer
+				b.ReportAllocs()
+				b.SetBytes(int64(len(stream)))
+				for b.Loop() {
+					ex := h.newExchange(context.Background(), c.f, q, pol)
+					ex.starts = starts
+					resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(strings.NewReader(stream))}
+					ex.stream(resp)
+					out.Reset()
+					if _, err := io.Copy(&out, resp.Body); err != nil {
+						b.Fatal(err)
+					}
+					if ex.x.Outcome != ladder.OutcomeValid || out.Len() < len(stream)/2 {
+						b.Fatalf("outcome %q, %d bytes out:\n%s", ex.x.Outcome, out.Len(), out.String())
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -251,6 +251,45 @@ func TestStreamsAreReadAsClientsReadThem(t *testing.T) {
 	}
 }
 
+// TestStreamStartsAreReadAsClientsReadThem: a stream's first events are
+// compared with the same events of the client's last stream
+// (wire.NewStreamStarts), not tokenised again when they repeat them: what
+// hides in a text's place in a client's second stream is still found.
+func TestStreamStartsAreReadAsClientsReadThem(t *testing.T) {
+	first := chunk(textDelta(0, "Hello")) + chunk(textDelta(0, " there")) + streamCall(0, 0, "call_a", `{"selector":"#a"}`) + chunk(finish(0, "tool_calls")) + done
+	rest := chunk(textDelta(0, " there")) + streamCall(0, 0, "call_a", `{"selector":"#a"}`) + chunk(finish(0, "tool_calls")) + done
+	tests := []struct{ name, first, errorCode string }{
+		{name: "duplicate tool_calls in the first event's text", errorCode: "upstream_ambiguous_reply",
+			first: chunk(`[{"index":0,"delta":{"content":"c","tool_calls":[],"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"click","arguments":"{}"}}]},"finish_reason":null}]`)},
+		{name: "letter case in the first event's text", errorCode: "upstream_ambiguous_reply",
+			first: chunk(`[{"index":0,"delta":{"content":"c","Tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"click","arguments":"{}"}}]},"finish_reason":null}]`)},
+		{name: "invalid UTF-8 in the first event's text", errorCode: "upstream_invalid_event",
+			first: chunk("[{\"index\":0,\"delta\":{\"content\":\"c\xffd\"},\"finish_reason\":null}]")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newUpstream(t, sseReply(first), sseReply(tt.first+rest))
+			srv, _ := guard(t, up, func(c *policy.Config) { c.MaxReasks = 0 })
+			if _, body := post(t, srv, "/v1/chat/completions", streamRequest("")); assemble(t, body).Error != "" {
+				t.Fatalf("the client's first stream failed: %s", body)
+			}
+			_, body := post(t, srv, "/v1/chat/completions", streamRequest(""))
+			if a := assemble(t, body); !strings.Contains(a.Error, tt.errorCode) {
+				t.Errorf("error %q, want %s\n%s", a.Error, tt.errorCode, body)
+			}
+		})
+	}
+	// Without the event hidden, the second stream repeats the first's
+	// start and passes.
+	up := newUpstream(t, sseReply(first), sseReply(first))
+	srv, _ := guard(t, up, nil)
+	for i := range 2 {
+		if _, body := post(t, srv, "/v1/chat/completions", streamRequest("")); assemble(t, body).Error != "" || len(assemble(t, body).Calls[0]) != 1 {
+			t.Fatalf("stream %d: %s", i+1, body)
+		}
+	}
+}
+
 // TestStreamTruncatedCallsAreNotClosed: in a stream as in a reply, a call
 // cut off at the length limit, or one that could have gone on with more
 // members or items, is re-asked, never closed and sent as repaired.

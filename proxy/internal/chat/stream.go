@@ -54,7 +54,7 @@ var _ wire.Events = (*stream)(nil)
 // NewStream returns the chat format's handling of a stream's events. The
 // content and tool calls it holds are bounded by maxBytes.
 func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
-	return &stream{Session: s, maxBytes: maxBytes, output: q.output, choices: map[int64]*streamChoice{}, event: wire.NewMembers("choices"), events: wire.NewEventReader(chunkShape)}
+	return &stream{Session: s, maxBytes: maxBytes, output: q.output, choices: map[int64]*streamChoice{}, event: wire.NewMembers("choices"), events: wire.NewEventReader(chunkShape, s.Starts)}
 }
 
 // Handle implements wire.Events.

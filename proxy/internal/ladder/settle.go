@@ -223,6 +223,9 @@ type Session struct {
 	ModelOf func(*Call) string
 	// Redact cleans what the client is told of why re-asking stopped.
 	Redact func(string) string
+	// Starts reads the stream's first events, compared with those of the
+	// client's last streams (see wire.EventReader).
+	Starts wire.Repeats
 }
 
 // SettleTurn settles one turn of a stream (Exchange.Settle) and says what

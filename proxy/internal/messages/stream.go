@@ -108,7 +108,7 @@ var _ wire.Events = (*stream)(nil)
 // NewStream returns the format's handling of a stream's events. What it
 // holds is bounded by maxBytes.
 func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
-	return &stream{Session: s, maxBytes: maxBytes, blocks: map[int64]*heldBlock{}, event: wire.NewMembers(""), events: wire.NewEventReader(eventShape)}
+	return &stream{Session: s, maxBytes: maxBytes, blocks: map[int64]*heldBlock{}, event: wire.NewMembers(""), events: wire.NewEventReader(eventShape, s.Starts)}
 }
 
 // MayWait implements wire.Events: the message_delta settles the calls.

@@ -97,7 +97,7 @@ var _ wire.Events = (*stream)(nil)
 // NewStream returns the format's handling of a stream's events. What it
 // holds is bounded by maxBytes.
 func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
-	return &stream{Session: s, maxBytes: maxBytes, output: q.output, index: map[int64]int64{}, final: map[int64]string{}, calls: map[int64]*heldCall{}, event: wire.NewMembers(""), events: wire.NewEventReader(eventShape)}
+	return &stream{Session: s, maxBytes: maxBytes, output: q.output, index: map[int64]int64{}, final: map[int64]string{}, calls: map[int64]*heldCall{}, event: wire.NewMembers(""), events: wire.NewEventReader(eventShape, s.Starts)}
 }
 
 // MayWait implements wire.Events: the terminal events settle calls and may

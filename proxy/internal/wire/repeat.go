@@ -38,12 +38,29 @@ import (
 // template's, moved by the change in length of the values before them. Any
 // other event is read in full, with the full reading's error, and becomes
 // the template when it passes.
+//
+// The first events of a stream (startEvents of them) have no event before
+// them to repeat, or one of another shape: a chat stream's role, then its
+// first text; a Responses stream's created, in_progress, the item and part
+// added, then its first text. Read with a client's Repeats of NewStreamStarts,
+// each is compared instead with the same event of the client's last streams,
+// and when it repeats neither it is read in full and kept for the next.
 type EventReader struct {
 	s     Shape
 	tp    template
 	ok    bool  // tp is a template
 	shift []int // tp.repeat's
+
+	starts Repeats // the client's stream starts (the zero Repeats: none)
+	n      int     // the events read, up to startEvents
+	// last is the template, kept in starts, that the last event read
+	// repeated or became: the next is compared with it, as with tp.
+	last *template
 }
+
+// startEvents is how many of a stream's first events are compared with the
+// client's last streams': up to a Responses stream's first text.
+const startEvents = 5
 
 // A template is a body read in full, for the bodies that repeat it (see
 // EventReader): its bytes, where its strings and numbers read whole are, and
@@ -73,21 +90,35 @@ const (
 	maxTemplateValues  = 64
 )
 
-// NewEventReader returns a reader of events under the Shape s.
-func NewEventReader(s Shape) *EventReader { return &EventReader{s: s} }
+// NewEventReader returns a reader of events under the Shape s, whose first
+// events are compared with those of the streams starts read before (see
+// NewStreamStarts; the zero Repeats compares them with nothing).
+func NewEventReader(s Shape, starts Repeats) *EventReader { return &EventReader{s: s, starts: starts} }
 
 // Read is StrictMembers(data, s, m) for the next event of the stream: the
 // same error, and the same members recorded in m.
 func (e *EventReader) Read(data []byte, m *Members) error {
+	if e.starts.c != nil && e.n < startEvents {
+		r := e.starts.At(e.n)
+		e.n++
+		e.ok = false
+		var err error
+		e.last, err = r.read(data, e.s, m)
+		return err
+	}
 	// An event too large to be a template is not compared with one:
 	// comparing it could cost as much as reading it.
-	if e.ok && len(data) <= maxTemplateBytes && e.tp.items == m.items {
+	tp := &e.tp
+	if e.last != nil {
+		tp = e.last
+	}
+	if (e.ok || e.last != nil) && len(data) <= maxTemplateBytes && tp.items == m.items {
 		var ok bool
-		if e.shift, ok = e.tp.repeat(data, m, e.shift[:0]); ok {
+		if e.shift, ok = tp.repeat(data, m, e.shift[:0]); ok {
 			return nil
 		}
 	}
-	e.ok = false
+	e.ok, e.last = false, nil
 	rec := m.recording()
 	if err := strictMembers(data, e.s, m, nil, nil, nil, rec); err != nil {
 		return err
@@ -263,16 +294,31 @@ type Templates struct {
 	by map[uint64][2]*template
 	// order holds the scopes in the order they were first kept, as a
 	// ring from next.
-	order [maxTemplateScopes]uint64
+	order []uint64
 	n     int
 	next  int
 }
 
-const maxTemplateScopes = 256
+// maxTemplateScopes is how many scopes Templates keeps;
+// maxStartScopes how many NewStreamStarts keeps: startEvents a client and
+// format.
+const (
+	maxTemplateScopes = 256
+	maxStartScopes    = 2 * maxTemplateScopes
+)
 
 // NewTemplates returns an empty Templates.
-func NewTemplates() *Templates {
-	return &Templates{seed: maphash.MakeSeed(), by: map[uint64][2]*template{}}
+func NewTemplates() *Templates { return newTemplates(maxTemplateScopes) }
+
+// NewStreamStarts returns an empty Templates for the first events of
+// streams (see EventReader): Repeats.At is a scope's reading of its
+// streams' event i. At most maxStartScopes scopes are kept, each event
+// of each stream start one, with two templates: about 20 MB at most, a few
+// hundred kilobytes for streams whose first events are of usual size.
+func NewStreamStarts() *Templates { return newTemplates(maxStartScopes) }
+
+func newTemplates(scopes int) *Templates {
+	return &Templates{seed: maphash.MakeSeed(), by: map[uint64][2]*template{}, order: make([]uint64, scopes)}
 }
 
 // Scope is the hash of parts (the format, the client's credentials) that
@@ -303,15 +349,32 @@ type Repeats struct {
 	scope uint64
 }
 
+// At is the reading of the scope's event i (of a stream's first events,
+// see EventReader): a scope of its own, told apart from the others by i.
+func (r Repeats) At(i int) Repeats {
+	// Each place a key of its own: the client's, a seeded hash, with a
+	// different odd multiple mixed in; two keys meet only by chance, as
+	// any two of the hashes do.
+	r.scope ^= uint64(i+1) * 0x9e3779b97f4a7c15
+	return r
+}
+
 // Read is StrictMembers(body, s, m): the same error, and the same members
 // recorded in m (which may be nil).
 func (r Repeats) Read(body []byte, s Shape, m *Members) error {
-	if r.c == nil {
-		return StrictMembers(body, s, m)
-	}
 	if m == nil {
 		m = NewMembers("")
 		defer m.Release()
+	}
+	_, err := r.read(body, s, m)
+	return err
+}
+
+// read is Read into m, not nil, returning the template that body repeated
+// or became; nil if it is neither (too large, or the zero Repeats).
+func (r Repeats) read(body []byte, s Shape, m *Members) (*template, error) {
+	if r.c == nil {
+		return nil, StrictMembers(body, s, m)
 	}
 	c := r.c
 	c.mu.Lock()
@@ -328,21 +391,22 @@ func (r Repeats) Read(body []byte, s Shape, m *Members) error {
 				if i == 1 {
 					c.served(r.scope, tp)
 				}
-				return nil
+				return tp, nil
 			}
 		}
 	}
 	rec := m.recording()
 	if err := strictMembers(body, s, m, nil, nil, nil, rec); err != nil {
-		return err
+		return nil, err
 	}
 	// A new template, not an old one changed: other requests may be
 	// reading it.
 	tp := new(template)
-	if tp.set(s, body, m, *rec) {
-		c.keep(r.scope, tp)
+	if !tp.set(s, body, m, *rec) {
+		return nil, nil
 	}
-	return nil
+	c.keep(r.scope, tp)
+	return tp, nil
 }
 
 // keep makes tp the scope's first template, and its first the second.

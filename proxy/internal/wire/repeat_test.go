@@ -30,7 +30,7 @@ func chunk(content, obfuscation string) string {
 // members. It reports whether ev was read as a repeat of prev.
 func readBoth(t testing.TB, prev, ev []byte) (repeated bool) {
 	t.Helper()
-	r := NewEventReader(eventShape)
+	r := NewEventReader(eventShape, Repeats{})
 	m := NewMembers("choices")
 	defer m.Release()
 	_ = r.Read(prev, m)
@@ -140,7 +140,7 @@ func TestEventReaderStream(t *testing.T) {
 		`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
 		`{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":8,"completion_tokens":12}}`,
 	)
-	r := NewEventReader(eventShape)
+	r := NewEventReader(eventShape, Repeats{})
 	m := NewMembers("choices")
 	repeats := 0
 	for i, ev := range events {
@@ -164,11 +164,117 @@ func TestEventReaderStream(t *testing.T) {
 	}
 }
 
+// TestEventReaderStarts: a client's streams read with NewStreamStarts. The
+// first events of the second stream, the same events with other ids and
+// text, repeat those of the first: no template is made for them, and each
+// reads as StrictMembers reads it; the events after them are compared with
+// the event before, as without starts. Another client's stream repeats
+// nothing of them.
+func TestEventReaderStarts(t *testing.T) {
+	stream := func(id string, words ...string) []string {
+		evs := []string{`{"id":"` + id + `","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`}
+		for _, w := range words {
+			evs = append(evs, `{"id":"`+id+`","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"`+w+`"},"finish_reason":null}]}`)
+		}
+		return append(evs, `{"id":"`+id+`","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+	}
+	c := NewStreamStarts()
+	client, other := c.For(c.Scope("chat", "Bearer a")), c.For(c.Scope("chat", "Bearer b"))
+	// read reads a stream and returns, for each event, whether it
+	// repeated a template kept before it (no template made, none changed).
+	read := func(r Repeats, evs []string) []bool {
+		e := NewEventReader(eventShape, r)
+		m, want := NewMembers("choices"), NewMembers("choices")
+		defer m.Release()
+		defer want.Release()
+		var repeated []bool
+		for i, ev := range evs {
+			kept := len(c.by)
+			before := map[uint64][2]*template{}
+			for k, v := range c.by {
+				before[k] = v
+			}
+			wasOK, was, wasLast := e.ok, string(e.tp.t), e.last
+			if err := e.Read([]byte(ev), m); err != nil {
+				t.Fatalf("event %d: %v", i, err)
+			}
+			if err := StrictMembers([]byte(ev), eventShape, want); err != nil {
+				t.Fatal(err)
+			}
+			sameMembers(t, m, want)
+			same := len(c.by) == kept
+			for k, v := range c.by {
+				if b := before[k]; b != v && (b[0] != v[1] || b[1] != v[0]) {
+					same = false // a template made, not two turned
+				}
+			}
+			if i >= startEvents {
+				// After the starts: compared with the event before.
+				same = (wasOK && string(e.tp.t) == was) || (wasLast != nil && e.last == wasLast)
+			}
+			repeated = append(repeated, same)
+		}
+		return repeated
+	}
+	words := []string{"Hi", " there", "!", " How", " are", " you", "?"}
+	first := read(client, stream("a1", words...))
+	// The first stream: each start event a template of its own (the
+	// words after the first repeat the one before, but only the starts
+	// are kept), then repeats of the event before.
+	if want := "[false false false false false true true true false]"; fmt.Sprint(first) != want {
+		t.Errorf("first stream: repeats %v, want %s", first, want)
+	}
+	again := read(client, stream("a22", "Yo", " you", "!!", " Who", " is", " it", "?"))
+	if want := "[true true true true true true true true false]"; fmt.Sprint(again) != want {
+		t.Errorf("the client's second stream: repeats %v, want %s", again, want)
+	}
+	apart := read(other, stream("b1", words...))
+	if want := "[false false false false false true true true false]"; fmt.Sprint(apart) != want {
+		t.Errorf("another client's stream: repeats %v, want %s", apart, want)
+	}
+	// A stream of a shorter start: its end event is compared with the
+	// client's third event, and kept beside it.
+	short := read(client, stream("a3", "x"))
+	if want := "[true true false]"; fmt.Sprint(short) != want {
+		t.Errorf("a shorter stream: repeats %v, want %s", short, want)
+	}
+}
+
+// FuzzStreamStarts: whatever a client's streams are, each event read with
+// NewStreamStarts reads as StrictMembers reads it alone. Three events make
+// three streams, read one after another (a, b, c; b, a, c; c, b, a;
+// a, b, c), each event compared with the same event of the streams before.
+func FuzzStreamStarts(f *testing.F) {
+	other := `{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`
+	for _, s := range repeatSeeds {
+		f.Add([]byte(s[0]), []byte(other), []byte(s[1]))
+		f.Add([]byte(other), []byte(s[0]), []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, a, b, c []byte) {
+		starts := NewStreamStarts().For(1)
+		m, want := NewMembers("choices"), NewMembers("choices")
+		defer m.Release()
+		defer want.Release()
+		for _, stream := range [][][]byte{{a, b, c}, {b, a, c}, {c, b, a}, {a, b, c}} {
+			e := NewEventReader(eventShape, starts)
+			for _, ev := range stream {
+				err, wantErr := e.Read(ev, m), StrictMembers(ev, eventShape, want)
+				if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+					t.Fatalf("streams of %q, %q, %q\nread %q:\nerror %v, want %v", a, b, c, ev, err, wantErr)
+				}
+				if err == nil {
+					sameMembers(t, m, want)
+				}
+			}
+		}
+	})
+}
+
 // TestEventReaderBounds: an event beyond a template's bounds is read in
 // full, and what the reading records for a template stops at its bound.
 func TestEventReaderBounds(t *testing.T) {
 	many := `{"a":[` + strings.Repeat(`1,`, 100000) + `1]}`
-	r := NewEventReader(Shape{"a": Shape{}})
+	r := NewEventReader(Shape{"a": Shape{}}, Repeats{})
 	m := NewMembers("")
 	if err := r.Read([]byte(many), m); err != nil {
 		t.Fatal(err)
@@ -180,7 +286,7 @@ func TestEventReaderBounds(t *testing.T) {
 		t.Errorf("%d values recorded, at most %d", len(m.rec), maxTemplateValues+1)
 	}
 	big := `{"content":"` + strings.Repeat("x", maxTemplateBytes) + `"}`
-	r = NewEventReader(Shape{"content": nil})
+	r = NewEventReader(Shape{"content": nil}, Repeats{})
 	if err := r.Read([]byte(big), m); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +361,7 @@ func BenchmarkEventReader(b *testing.B) {
 		{"two-shapes", [][]byte{first, []byte(`{"id":"x","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}`)}},
 		{"last-bytes-differ", [][]byte{first, []byte(strings.TrimSuffix(string(first), "}") + " }")}},
 	} {
-		r := NewEventReader(eventShape)
+		r := NewEventReader(eventShape, Repeats{})
 		benchBeside(b, c.name, "reader", c.events, func(body []byte, m *Members) error { return r.Read(body, m) })
 	}
 }
