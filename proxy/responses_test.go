@@ -731,3 +731,43 @@ func TestBackgroundResponsesAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestResponsesStreamCompletedHoldsTheItemsDone: a client that reads the
+// terminal response reads the items that a client reading the items done
+// read. A message whose text in response.completed is not the text of its
+// done item (found by FuzzResponsesStream, a member's name changed) is
+// written into the terminal response as it was done; a stream whose copies
+// agree goes out byte for byte.
+func TestResponsesStreamCompletedHoldsTheItemsDone(t *testing.T) {
+	evs := fake.Responses.Events(fake.Reply{Text: "just text", Calls: []fake.Call{click("call_1", `{"selector":"#a"}`)}}, 4)
+	for _, tt := range []struct {
+		name string
+		set  func(string) string
+	}{
+		{"another text", func(d string) string { return strings.Replace(d, `"text":"just text"`, `"text":"other text"`, 1) }},
+		{"a member renamed", func(d string) string { return strings.Replace(d, `"content":[`, `"covtent":[`, 1) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			changed := setEvents(t, evs, "response.completed", tt.set)
+			if strings.Join(changed, "") == strings.Join(evs, "") {
+				t.Fatal("the terminal event is unchanged")
+			}
+			up := newUpstream(t, sseReply(strings.Join(changed, "")))
+			srv, _ := guard(t, up, nil)
+			_, body := post(t, srv, "/v1/responses", responsesRequest(`,"stream":true`))
+			// readResponseStream fails unless the completed output holds
+			// exactly the items done.
+			s := readResponseStream(t, body)
+			if got := s.completed.Get(`output.#(type=="message").content.0.text`).Str; got != "just text" {
+				t.Errorf("the terminal response's text is %q, want the text done:\n%s", got, body)
+			}
+		})
+	}
+	up := newUpstream(t, sseReply(strings.Join(evs, "")))
+	srv, _ := guard(t, up, nil)
+	// The outcome comment aside.
+	_, body := post(t, srv, "/v1/responses", responsesRequest(`,"stream":true`))
+	if got := strings.Replace(string(body), ": toolguard outcome=valid reasks=0\n\n", "", 1); got != strings.Join(evs, "") {
+		t.Errorf("a stream whose copies agree was changed:\n%s", body)
+	}
+}

@@ -572,18 +572,22 @@ func (r *stream) finish(ev []byte, e wire.Value) {
 
 // completedMatches reports whether every function_call item of the
 // terminal response, and under a JSON text.format every message, is one
-// the stream held and sent as it is there.
+// the stream held and sent as it is there, and every other item the stream
+// sent done is there as it was sent: a client that reads the terminal
+// response must read what one that reads the items done read.
 func (r *stream) completedMatches(resp gjson.Result) bool {
 	ok := true
 	resp.Get("output").ForEach(func(i, it gjson.Result) bool {
-		switch it.Get("type").Str {
-		case "function_call":
+		switch typ := it.Get("type").Str; {
+		case typ == "function_call":
 			hc := r.calls[i.Int()]
 			ok = hc != nil && hc.released && hc.item == it.Raw
-		case "message":
-			if r.output != nil {
-				hc := r.calls[i.Int()]
-				ok = hc != nil && hc.released && r.final[hc.index] == it.Raw
+		case typ == "message" && r.output != nil:
+			hc := r.calls[i.Int()]
+			ok = hc != nil && hc.released && r.final[hc.index] == it.Raw
+		default:
+			if done, sent := r.final[i.Int()]; sent {
+				ok = done == it.Raw
 			}
 		}
 		return ok
