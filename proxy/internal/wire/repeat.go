@@ -46,16 +46,16 @@ import (
 // each is compared instead with the same event of the client's last streams,
 // and when it repeats neither it is read in full and kept for the next.
 type EventReader struct {
-	s     Shape
+	s Shape
+	// cur is the template the next event is compared with: tp, the last
+	// event read in full (remade in place), or one kept in starts that
+	// the last event repeated or became; nil for none.
+	cur   *template
 	tp    template
-	ok    bool  // tp is a template
-	shift []int // tp.repeat's
+	shift []int // cur.repeat's
 
 	starts Repeats // the client's stream starts (the zero Repeats: none)
 	n      int     // the events read, up to startEvents
-	// last is the template, kept in starts, that the last event read
-	// repeated or became: the next is compared with it, as with tp.
-	last *template
 }
 
 // startEvents is how many of a stream's first events are compared with the
@@ -101,29 +101,26 @@ func (e *EventReader) Read(data []byte, m *Members) error {
 	if e.starts.c != nil && e.n < startEvents {
 		r := e.starts.At(e.n)
 		e.n++
-		e.ok = false
 		var err error
-		e.last, err = r.read(data, e.s, m)
+		e.cur, err = r.read(data, e.s, m)
 		return err
 	}
 	// An event too large to be a template is not compared with one:
 	// comparing it could cost as much as reading it.
-	tp := &e.tp
-	if e.last != nil {
-		tp = e.last
-	}
-	if (e.ok || e.last != nil) && len(data) <= maxTemplateBytes && tp.items == m.items {
+	if e.cur != nil && len(data) <= maxTemplateBytes && e.cur.items == m.items {
 		var ok bool
-		if e.shift, ok = tp.repeat(data, m, e.shift[:0]); ok {
+		if e.shift, ok = e.cur.repeat(data, m, e.shift[:0]); ok {
 			return nil
 		}
 	}
-	e.ok, e.last = false, nil
+	e.cur = nil
 	rec := m.recording()
 	if err := strictMembers(data, e.s, m, nil, nil, nil, rec); err != nil {
 		return err
 	}
-	e.ok = e.tp.set(e.s, data, m, *rec)
+	if e.tp.set(e.s, data, m, *rec) {
+		e.cur = &e.tp
+	}
 	return nil
 }
 
@@ -362,6 +359,9 @@ func (r Repeats) At(i int) Repeats {
 // Read is StrictMembers(body, s, m): the same error, and the same members
 // recorded in m (which may be nil).
 func (r Repeats) Read(body []byte, s Shape, m *Members) error {
+	if r.c == nil {
+		return StrictMembers(body, s, m)
+	}
 	if m == nil {
 		m = NewMembers("")
 		defer m.Release()
@@ -370,12 +370,10 @@ func (r Repeats) Read(body []byte, s Shape, m *Members) error {
 	return err
 }
 
-// read is Read into m, not nil, returning the template that body repeated
-// or became; nil if it is neither (too large, or the zero Repeats).
+// read is Read into m, not nil, for a Repeats that keeps templates,
+// returning the template that body repeated or became; nil if it is
+// neither (beyond a template's bounds).
 func (r Repeats) read(body []byte, s Shape, m *Members) (*template, error) {
-	if r.c == nil {
-		return nil, StrictMembers(body, s, m)
-	}
 	c := r.c
 	c.mu.Lock()
 	tps := c.by[r.scope]

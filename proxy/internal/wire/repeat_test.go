@@ -34,7 +34,7 @@ func readBoth(t testing.TB, prev, ev []byte) (repeated bool) {
 	m := NewMembers("choices")
 	defer m.Release()
 	_ = r.Read(prev, m)
-	wasTemplate := r.ok
+	wasTemplate := r.cur != nil
 	got := r.Read(ev, m)
 	want := NewMembers("choices")
 	defer want.Release()
@@ -144,7 +144,7 @@ func TestEventReaderStream(t *testing.T) {
 	m := NewMembers("choices")
 	repeats := 0
 	for i, ev := range events {
-		wasOK, was := r.ok, string(r.tp.t)
+		wasOK, was := r.cur != nil, string(r.tp.t)
 		if err := r.Read([]byte(ev), m); err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
@@ -194,7 +194,7 @@ func TestEventReaderStarts(t *testing.T) {
 			for k, v := range c.by {
 				before[k] = v
 			}
-			wasOK, was, wasLast := e.ok, string(e.tp.t), e.last
+			wasCur, was := e.cur, string(e.tp.t)
 			if err := e.Read([]byte(ev), m); err != nil {
 				t.Fatalf("event %d: %v", i, err)
 			}
@@ -210,7 +210,7 @@ func TestEventReaderStarts(t *testing.T) {
 			}
 			if i >= startEvents {
 				// After the starts: compared with the event before.
-				same = (wasOK && string(e.tp.t) == was) || (wasLast != nil && e.last == wasLast)
+				same = wasCur != nil && e.cur == wasCur && (wasCur != &e.tp || string(e.tp.t) == was)
 			}
 			repeated = append(repeated, same)
 		}
@@ -279,7 +279,7 @@ func TestEventReaderBounds(t *testing.T) {
 	if err := r.Read([]byte(many), m); err != nil {
 		t.Fatal(err)
 	}
-	if r.ok {
+	if r.cur != nil {
 		t.Error("an event of 100,001 numbers became a template")
 	}
 	if len(m.rec) > maxTemplateValues+1 {
@@ -290,7 +290,7 @@ func TestEventReaderBounds(t *testing.T) {
 	if err := r.Read([]byte(big), m); err != nil {
 		t.Fatal(err)
 	}
-	if r.ok || cap(r.tp.t) != 0 {
+	if r.cur != nil || cap(r.tp.t) != 0 {
 		t.Errorf("an event of %d bytes was kept as a template", len(big))
 	}
 }
