@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolguard/toolguard/internal/faulty"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
 // TestDeclarationsAreReadOnce: tools a client declared before are not read
@@ -56,7 +57,7 @@ func TestDeclarationsAreReadOnce(t *testing.T) {
 					t.Fatalf("turn %d: %d declarations remembered, want 1", turn+1, n)
 				}
 			}
-			m, err := c.f.read([]byte(body), nil, h.decls)
+			m, err := c.f.read([]byte(body), nil, h.decls, wire.Repeats{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +72,7 @@ func TestDeclarationsAreReadOnce(t *testing.T) {
 			if code := send(twice); code != 400 {
 				t.Errorf("two tools of one name after the cache learned their length: status %d, want 400", code)
 			}
-			if _, err := c.f.read([]byte(twice), nil, h.decls); err == nil || !strings.Contains(err.Error(), `repeats the name "click"`) {
+			if _, err := c.f.read([]byte(twice), nil, h.decls, wire.Repeats{}); err == nil || !strings.Contains(err.Error(), `repeats the name "click"`) {
 				t.Errorf("two tools of one name: %v", err)
 			}
 			if sent.Load() != sentBefore {
@@ -103,7 +104,7 @@ func FuzzDeclarations(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, before, body string) {
 		fm := []format{chatFormat, responsesFormat, messagesFormat}[int(which)%3]
 		open := func(d *ladder.Declarations, body string) (string, request) {
-			m, err := fm.read([]byte(body), nil, d)
+			m, err := fm.read([]byte(body), nil, d, wire.Repeats{})
 			if err != nil {
 				return err.Error(), nil
 			}
@@ -170,12 +171,12 @@ func FuzzKnownTools(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, beforeHead, tools, beforeTail, head, tail string) {
 		fm := []format{chatFormat, responsesFormat, messagesFormat}[int(which)%3]
 		d := ladder.NewDeclarations()
-		if m, err := fm.read([]byte(beforeHead+tools+beforeTail), nil, d); err == nil {
+		if m, err := fm.read([]byte(beforeHead+tools+beforeTail), nil, d, wire.Repeats{}); err == nil {
 			m.Release()
 		}
 		body := []byte(head + tools + tail)
-		full, ferr := fm.read(body, nil, nil)
-		skip, serr := fm.read(body, nil, d)
+		full, ferr := fm.read(body, nil, nil, wire.Repeats{})
+		skip, serr := fm.read(body, nil, d, wire.Repeats{})
 		if !sameReading(t, fm, body, skip, full, serr, ferr) {
 			return
 		}

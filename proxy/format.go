@@ -28,8 +28,10 @@ type format struct {
 	// prefix of the conversation that the history cache knows was read
 	// before, which is not read again (see wire.KnownPrefix); d, if not
 	// nil, remembers the tool declarations read before, which are not
-	// walked again (see ladder.Declarations).
-	read func(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Members, error)
+	// walked again (see ladder.Declarations). rq, if it keeps templates,
+	// holds the client's last requests: a body that repeats one is read as
+	// it was (see wire.Templates).
+	read func(body []byte, known wire.KnownPrefix, d *ladder.Declarations, rq wire.Repeats) (*wire.Members, error)
 	// items names the member holding the conversation, whose items
 	// Members record (for a body patched after read, wire.ReadMembers).
 	items string

@@ -99,7 +99,7 @@ func FuzzMessagesRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[],"tools":[{"type":"web_search_20250305","name":"web_search"},{"name":"a"}]}`))
 	f.Add([]byte(`{"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"a","input":"{\"x\": 1,"}]}],"tools":[{"name":"a"}]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		m, err := messagesFormat.read(in, nil, nil)
+		m, err := messagesFormat.read(in, nil, nil, wire.Repeats{})
 		if err != nil {
 			if _, ok := err.(*apiError); !ok {
 				t.Fatalf("read: %T %v", err, err)

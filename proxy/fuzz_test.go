@@ -269,7 +269,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"functions":[{"name":"f"}],"messages":[]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		chat.NewRequest(wire.ReadMembers(in, chat.Items), nil, true)
-		m, err := chat.Read(in, nil, nil)
+		m, err := chat.Read(in, nil, nil, wire.Repeats{})
 		if err != nil {
 			return // refused
 		}

@@ -62,6 +62,10 @@ type Handler struct {
 	// decls remembers the tools that requests declared, so that
 	// declarations sent again are not walked again.
 	decls *ladder.Declarations
+	// requests remembers each client's last two requests of different
+	// shapes read in full, so that a request of either shape is not
+	// tokenised again.
+	requests *wire.Templates
 	// replies remembers each client's last two replies of different
 	// shapes read in full, so that a reply of either shape is not
 	// tokenised again.
@@ -107,6 +111,7 @@ func New(o Options) (*Handler, error) {
 		schemas:    validate.NewCache(o.Config.SchemaCacheSize),
 		history:    ladder.NewHistoryCache(),
 		decls:      ladder.NewDeclarations(),
+		requests:   wire.NewTemplates(),
 		replies:    wire.NewTemplates(),
 		starts:     wire.NewStreamStarts(),
 		log:        o.Logger,

@@ -86,14 +86,14 @@ func (h *Handler) historyUse(r *http.Request, f format) *ladder.HistoryUse {
 	return h.history.Use(h.history.Scope(f.name, a, k, x))
 }
 
-// repeats reads the replies to r, each compared with the last replies read
-// in full for the same client and format (see wire.Templates), and starts
-// the first events of its streams, compared with the client's last
-// streams' (see wire.EventReader).
-func (h *Handler) repeats(r *http.Request, f format) (replies, starts wire.Repeats) {
+// repeats reads r's body, compared with the last requests read in full for
+// the same client and format (see wire.Templates), the replies to r, each
+// compared with the client's last replies, and the first events of its
+// streams, compared with the client's last streams' (see wire.EventReader).
+func (h *Handler) repeats(r *http.Request, f format) (requests, replies, starts wire.Repeats) {
 	a, k, x := credentials(r)
 	scope := h.replies.Scope(f.name, a, k, x)
-	return h.replies.For(scope), h.starts.For(scope)
+	return h.requests.For(scope), h.replies.For(scope), h.starts.For(scope)
 }
 
 // inspectRoute is the handler of a route whose replies are inspected in
@@ -111,9 +111,10 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 			return perr
 		}
 		var req request
+		requests, replies, starts := h.repeats(r, f)
 		if pol.Rules("").Mode != policy.ModeOff {
 			turn := h.historyUse(r, f)
-			m, release, err := readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f, turn.KnownPrefix(), h.decls)
+			m, release, err := readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f, turn.KnownPrefix(), h.decls, requests)
 			defer release()
 			if err != nil {
 				return err
@@ -156,7 +157,7 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		}
 		ex := h.newExchange(r.Context(), f, req, pol)
 		ex.received, ex.sent = received, int64(len(body))
-		ex.repeats, ex.starts = h.repeats(r, f)
+		ex.repeats, ex.starts = replies, starts
 		info := requestInfoFrom(r.Context())
 		info.inspected = ex
 		err = h.proxy(w, r, body)

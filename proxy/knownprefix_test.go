@@ -77,7 +77,7 @@ func TestAConversationIsReadOnce(t *testing.T) {
 			read := func(auth, body string) (int, error) {
 				r := httptest.NewRequest("POST", "/v1"+c.f.path, nil)
 				r.Header.Set(c.key, auth)
-				m, release, err := readRequest(r, []byte(body), 1<<30, newByteBudget(1<<30), c.f, h.historyUse(r, c.f).KnownPrefix(), h.decls)
+				m, release, err := readRequest(r, []byte(body), 1<<30, newByteBudget(1<<30), c.f, h.historyUse(r, c.f).KnownPrefix(), h.decls, wire.Repeats{})
 				defer release()
 				if err != nil {
 					return 0, err
@@ -164,7 +164,7 @@ func FuzzKnownPrefixRequest(f *testing.F) {
 	f.Add(uint8(2), `{"model":"m","messages":[`+msg+`],"tools":[]}`, uint8(0), `,{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"click","input":{}},{"type":"mystery"}]}]}`)
 	f.Fuzz(func(t *testing.T, which uint8, seed string, pick uint8, tail string) {
 		fm := []format{chatFormat, responsesFormat, messagesFormat}[int(which)%3]
-		m1, err := fm.read([]byte(seed), nil, nil)
+		m1, err := fm.read([]byte(seed), nil, nil, wire.Repeats{})
 		if err != nil {
 			return
 		}
@@ -183,8 +183,8 @@ func FuzzKnownPrefixRequest(f *testing.F) {
 			}
 			return end - at
 		}
-		full, ferr := fm.read(body, nil, nil)
-		skip, serr := fm.read(body, known, nil)
+		full, ferr := fm.read(body, nil, nil, wire.Repeats{})
+		skip, serr := fm.read(body, known, nil, wire.Repeats{})
 		if !sameReading(t, fm, body, skip, full, serr, ferr) {
 			return
 		}

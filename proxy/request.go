@@ -170,7 +170,7 @@ func headerHasToken(h http.Header, name, token string) bool {
 // where the body's members are. A body toolguard read differently from the
 // upstream would pass uninspected. The decoded bytes are held against
 // budget until release is called (release is never nil).
-func readRequest(r *http.Request, body []byte, max int64, budget *byteBudget, f format, known wire.KnownPrefix, d *ladder.Declarations) (_ *wire.Members, release func(), _ error) {
+func readRequest(r *http.Request, body []byte, max int64, budget *byteBudget, f format, known wire.KnownPrefix, d *ladder.Declarations, rq wire.Repeats) (_ *wire.Members, release func(), _ error) {
 	release = func() {}
 	if ae := checkCharset(r.Header); ae != nil {
 		return nil, release, ae
@@ -179,7 +179,7 @@ func readRequest(r *http.Request, body []byte, max int64, budget *byteBudget, f 
 	if ae != nil {
 		return nil, release, ae
 	}
-	m, err := f.read(body, known, d)
+	m, err := f.read(body, known, d, rq)
 	if err != nil {
 		return nil, release, err
 	}

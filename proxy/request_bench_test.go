@@ -79,7 +79,7 @@ func BenchmarkRequestRead(b *testing.B) {
 					}
 				}
 				turn := cache.Use(scope)
-				m, release, err := readRequest(r, body, 1<<30, newByteBudget(1<<30), c.f, turn.KnownPrefix(), decls)
+				m, release, err := readRequest(r, body, 1<<30, newByteBudget(1<<30), c.f, turn.KnownPrefix(), decls, wire.Repeats{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -142,7 +142,7 @@ func BenchmarkTokenisers(b *testing.B) {
 	b.Run("strict", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		for b.Loop() {
-			m, err := chatFormat.read(body, nil, nil)
+			m, err := chatFormat.read(body, nil, nil, wire.Repeats{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -324,7 +324,7 @@ func benchExchange(b testing.TB, f format, req string) (*Handler, request, reque
 	if perr != nil {
 		b.Fatal(perr)
 	}
-	m, err := f.read([]byte(req), nil, nil)
+	m, err := f.read([]byte(req), nil, nil, wire.Repeats{})
 	if err != nil {
 		b.Fatal(err)
 	}

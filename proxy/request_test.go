@@ -466,3 +466,51 @@ func compressed[W io.WriteCloser](newWriter func(io.Writer) W, s string) string 
 	w.Close()
 	return b.String()
 }
+
+// TestRepeatedRequestsAreReadAsUpstreamsReadThem: a client's request of the
+// same shape as its last, read as a repeat of it (wire.Templates), reaches
+// the upstream byte for byte when only its values changed, and is refused as
+// before when a value's place hides a duplicate member, a member in another
+// letter case, or invalid UTF-8.
+func TestRepeatedRequestsAreReadAsUpstreamsReadThem(t *testing.T) {
+	ask := func(content string) string {
+		return `{"model":"gpt-test","messages":[{"role":"user","content":` + content + `}],"tools":` + clickTools + `}`
+	}
+	tests := []struct {
+		name, second string
+		status       int
+		code         string
+	}{
+		{name: "other values", second: strings.Replace(ask(`"Click the other button, \"now\"."`), `gpt-test`, `gpt-other`, 1), status: 200},
+		{name: "a duplicate content in the content's place", second: ask(`"a","content":"b"`), status: 400, code: "request_ambiguous"},
+		{name: "a member in another case in the content's place", second: ask(`"a","Content":"b"`), status: 400, code: "request_ambiguous"},
+		{name: "a second tools in the content's place", second: ask(`"a"}],"tools":[],"x":[{"content":"b"`), status: 400, code: "request_ambiguous"},
+		{name: "invalid UTF-8 in the content", second: ask("\"a\xffb\""), status: 400, code: "request_not_json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			up := newUpstream(t, reply{Body: toolReply(`{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}`, clickCall("call_1", `"{\"selector\":\"#a\"}"`))})
+			srv, _ := guard(t, up, nil)
+			if resp, body := post(t, srv, "/v1/chat/completions", ask(`"Click the button."`)); resp.StatusCode != 200 {
+				t.Fatalf("first request: status %d, %s", resp.StatusCode, body)
+			}
+			resp, body := post(t, srv, "/v1/chat/completions", tt.second)
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, body)
+			}
+			got := up.requests()
+			if tt.code != "" {
+				if code := mustJSON(t, body).Get("error.code").String(); code != tt.code {
+					t.Errorf("code %q, want %q (%s)", code, tt.code, body)
+				}
+				if len(got) != 1 {
+					t.Errorf("the upstream got %d requests, want the first alone", len(got))
+				}
+				return
+			}
+			if len(got) != 2 || string(got[1].Body) != tt.second {
+				t.Errorf("the upstream got %d requests, the last %q; want the second byte for byte", len(got), got[len(got)-1].Body)
+			}
+		})
+	}
+}

@@ -25,8 +25,8 @@ const Items = "messages"
 // d, if not nil, remembers declarations read before (see
 // ladder.Declarations): they are not walked again, and tools read strictly
 // before are not read again.
-func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations) (*wire.Members, error) {
-	m, err := wire.ReadRequest(body, requestShape, Items, known, d.KnownValue("chat"))
+func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations, r wire.Repeats) (*wire.Members, error) {
+	m, err := wire.ReadRequest(body, requestShape, Items, known, d.KnownValue("chat"), r)
 	if err != nil {
 		return nil, err
 	}

@@ -249,10 +249,17 @@ func (k skipRead) pos(off int) int {
 // Its error is the client's (RequestUnreadable).
 //
 // known and value, if not nil, report a prefix of the items and values
-// read before, which are not read again (see StrictMembersKnown).
-func ReadRequest(body []byte, s Shape, items string, known KnownPrefix, value KnownValue) (*Members, error) {
+// read before, which are not read again (see StrictMembersKnown). r, if it
+// keeps templates, holds the client's last requests: a body that repeats
+// one is read as it was (see Templates).
+func ReadRequest(body []byte, s Shape, items string, known KnownPrefix, value KnownValue, r Repeats) (*Members, error) {
 	m := NewMembers(items)
-	err := StrictMembersKnown(body, s, m, known, value)
+	var err error
+	if r.c != nil {
+		err = r.readKnown(body, s, m, known, value)
+	} else {
+		err = StrictMembersKnown(body, s, m, known, value)
+	}
 	if err == nil && !m.Object() {
 		err = errors.New("the body is not a JSON object")
 	}

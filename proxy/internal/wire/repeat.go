@@ -374,37 +374,69 @@ func (r Repeats) Read(body []byte, s Shape, m *Members) error {
 // returning the template that body repeated or became; nil if it is
 // neither (beyond a template's bounds).
 func (r Repeats) read(body []byte, s Shape, m *Members) (*template, error) {
-	c := r.c
-	c.mu.Lock()
-	tps := c.by[r.scope]
-	c.mu.Unlock()
-	if len(body) <= maxTemplateBytes {
-		shape := shapeOf(s)
-		for i, tp := range tps {
-			if tp == nil || tp.shape != shape || tp.items != m.items {
-				continue
-			}
-			var room [maxTemplateValues]int
-			if _, ok := tp.repeat(body, m, room[:0]); ok {
-				if i == 1 {
-					c.served(r.scope, tp)
-				}
-				return tp, nil
-			}
-		}
+	if tp := r.repeated(body, s, m); tp != nil {
+		return tp, nil
 	}
 	rec := m.recording()
 	if err := strictMembers(body, s, m, nil, nil, nil, rec); err != nil {
 		return nil, err
 	}
+	return r.made(s, body, m, *rec), nil
+}
+
+// readKnown is StrictMembersKnown(body, s, m, known, value) for a Repeats
+// that keeps templates: body is compared with the scope's templates first,
+// and one read in full, no part of it skipped as known, becomes one.
+func (r Repeats) readKnown(body []byte, s Shape, m *Members, known KnownPrefix, value KnownValue) error {
+	if r.repeated(body, s, m) != nil {
+		return nil
+	}
+	rec := m.recording()
+	whole, err := strictMembersKnown(body, s, m, known, value, rec)
+	if err == nil && whole {
+		r.made(s, body, m, *rec)
+	}
+	return err
+}
+
+// repeated returns the scope's template that body repeats, with body's
+// members recorded in m, or nil when it repeats neither.
+func (r Repeats) repeated(body []byte, s Shape, m *Members) *template {
+	if len(body) > maxTemplateBytes {
+		return nil
+	}
+	c := r.c
+	c.mu.Lock()
+	tps := c.by[r.scope]
+	c.mu.Unlock()
+	shape := shapeOf(s)
+	for i, tp := range tps {
+		if tp == nil || tp.shape != shape || tp.items != m.items {
+			continue
+		}
+		var room [maxTemplateValues]int
+		if _, ok := tp.repeat(body, m, room[:0]); ok {
+			if i == 1 {
+				c.served(r.scope, tp)
+			}
+			return tp
+		}
+	}
+	return nil
+}
+
+// made makes body, just read in full under s into m with vary the values
+// recorded, the scope's newest template, and returns it; nil when body is
+// beyond a template's bounds.
+func (r Repeats) made(s Shape, body []byte, m *Members, vary []Span) *template {
 	// A new template, not an old one changed: other requests may be
 	// reading it.
 	tp := new(template)
-	if !tp.set(s, body, m, *rec) {
-		return nil, nil
+	if !tp.set(s, body, m, vary) {
+		return nil
 	}
-	c.keep(r.scope, tp)
-	return tp, nil
+	r.c.keep(r.scope, tp)
+	return tp
 }
 
 // keep makes tp the scope's first template, and its first the second.

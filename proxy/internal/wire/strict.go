@@ -135,8 +135,18 @@ type KnownValue func(name string, body []byte, at int) (n int)
 // is not read strictly in this way is read again in full, whose error,
 // counting every item, is the one returned.
 func StrictMembersKnown(body []byte, s Shape, m *Members, known KnownPrefix, value KnownValue) error {
+	_, err := strictMembersKnown(body, s, m, known, value, nil)
+	return err
+}
+
+// strictMembersKnown is StrictMembersKnown, recording in rec (if not nil)
+// where the strings and numbers read whole are (see walkStrict); whole
+// reports that the reading returned is one of every byte of the body,
+// nothing skipped, which alone records them.
+func strictMembersKnown(body []byte, s Shape, m *Members, known KnownPrefix, value KnownValue, rec *[]Span) (whole bool, _ error) {
 	if m == nil || (known == nil && value == nil) {
-		return strictMembers(body, s, m, nil, nil, nil, nil)
+		err := strictMembers(body, s, m, nil, nil, nil, rec)
+		return rec != nil && m != nil, err
 	}
 	sk := skipRead{items: -1}
 	var buf *[]byte // sk.in's, from skipPool, once a part is skipped
@@ -151,23 +161,24 @@ func StrictMembersKnown(body []byte, s Shape, m *Members, known KnownPrefix, val
 	// before the parts read again each time.
 	for {
 		var without *skipRead
+		r := rec
 		if buf != nil {
-			without = &sk
+			without, r = &sk, nil
 		}
-		err := strictMembers(body, s, m, known, value, without, nil)
+		err := strictMembers(body, s, m, known, value, without, r)
 		found, skipping := err.(*skipFound)
 		if !skipping {
 			if err != nil && buf != nil {
-				return strictMembers(body, s, m, nil, nil, nil, nil)
+				return false, strictMembers(body, s, m, nil, nil, nil, nil)
 			}
-			return err
+			return r != nil, err
 		}
 		if buf == nil {
 			buf = skipPool.Get().(*[]byte)
 			sk.in = (*buf)[:0]
 		}
 		if !sk.add(body, *found) {
-			return strictMembers(body, s, m, nil, nil, nil, nil)
+			return false, strictMembers(body, s, m, nil, nil, nil, nil)
 		}
 	}
 }

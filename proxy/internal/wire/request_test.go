@@ -1,0 +1,140 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// readRequestKnown reads body with ReadRequest through r, with known
+// skipping seed's items up to end (where body repeats them) and value
+// skipping seed's tools (where body holds them), and compares the reading
+// with ReadRequest's in full, without templates or known parts: the same
+// error, the same members, and the items after what it skipped.
+func readRequestKnown(t *testing.T, r Repeats, body, seed []byte, end int) {
+	t.Helper()
+	full, ferr := ReadRequest(body, membersShape, "messages", nil, nil, Repeats{})
+	defer full.Release()
+	var known KnownPrefix
+	var value KnownValue
+	at := NewMembers("messages")
+	defer at.Release()
+	if StrictMembers(seed, membersShape, at) == nil && at.Object() {
+		start := at.ItemsValue().Index
+		known = func(b []byte, from int) int {
+			if end <= start || from != start || len(b) < end || !slices.Equal(b[:end], seed[:end]) {
+				return 0
+			}
+			return end - from
+		}
+		tools := []byte(at.Get("tools").Raw)
+		value = func(name string, b []byte, from int) int {
+			if name != "tools" || len(tools) == 0 || !bytes.HasPrefix(b[from:], tools) {
+				return 0
+			}
+			return len(tools)
+		}
+	}
+	m, err := ReadRequest(body, membersShape, "messages", known, value, r)
+	defer m.Release()
+	if fmt.Sprint(err) != fmt.Sprint(ferr) {
+		t.Fatalf("%q (seed %q): error %v, in full %v", body, seed, err, ferr)
+	}
+	if err != nil {
+		return
+	}
+	if !slices.Equal(m.top, full.top) || m.Object() != full.Object() {
+		t.Fatalf("%q: members %+v, in full %+v", body, m.top, full.top)
+	}
+	spans, ok := m.Items()
+	fspans, fok := full.Items()
+	skipped := 0
+	for m.Known() > 0 && skipped < len(fspans) && fspans[skipped].End-full.ItemsValue().Index <= m.Known() {
+		skipped++
+	}
+	if ok != fok || !slices.Equal(spans, fspans[skipped:]) {
+		t.Fatalf("%q with %d bytes known: items %v (%v), in full %v (%v)", body, m.Known(), spans, ok, fspans, fok)
+	}
+}
+
+// TestReadRequestRepeats: a client's request that repeats the shape of its
+// last one, with other strings and numbers, is read as it was, no template
+// made; one that hides a duplicate name, a name in another letter case or
+// invalid UTF-8 in a value's place is refused as the full reading refuses
+// it; a request whose known parts were skipped makes no template (what it
+// recorded is not of every byte); another client's request repeats nothing.
+func TestReadRequestRepeats(t *testing.T) {
+	c := NewTemplates()
+	r := c.For(1)
+	first := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function"}]}`)
+	readRequestKnown(t, r, first, nil, 0)
+	tp := c.by[1][0]
+	if tp == nil {
+		t.Fatal("the first request made no template")
+	}
+	again := []byte(`{"model":"another-model","messages":[{"role":"user","content":"what \"now\"? \u00e9"}],"tools":[{"type":"function"}]}`)
+	readRequestKnown(t, r, again, nil, 0)
+	if c.by[1][0] != tp || c.by[1][1] != nil {
+		t.Fatal("a request of the same shape made a template")
+	}
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi","content":"x"}],"tools":[{"type":"function"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi","Content":"x"}],"tools":[{"type":"function"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function"}],"tools":[]}`,
+		`{"model":"m","messages":[{"role":"user","content":"h` + "\xff" + `"}],"tools":[{"type":"function"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function"}]}x`,
+		`{"model":1,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function"}]}`,
+	} {
+		readRequestKnown(t, r, []byte(body), nil, 0)
+	}
+
+	// A request whose known prefix, or tools, were skipped.
+	c = NewTemplates()
+	r = c.For(1)
+	seed := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"a"}],"tools":[{"type":"function"}]}`)
+	next := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"a"},{"role":"user","content":"b"}],"tools":[{"type":"function"}]}`)
+	end := bytes.Index(seed, []byte(`]`))
+	readRequestKnown(t, r, next, seed, end)
+	if c.by[1][0] != nil {
+		t.Fatal("a request read without its known parts made a template")
+	}
+	readRequestKnown(t, r, next, nil, 0)
+	if c.by[1][0] == nil {
+		t.Fatal("a request read in full made no template")
+	}
+	// The template serves the same shape with its known parts offered.
+	tp = c.by[1][0]
+	readRequestKnown(t, r, next, seed, end)
+	if c.by[1][0] != tp {
+		t.Fatal("a request that repeats a template was read again")
+	}
+
+	// Another client's.
+	readRequestKnown(t, c.For(2), next, nil, 0)
+	if c.by[2][0] == nil || c.by[2][0] == tp {
+		t.Fatal("another client's request was read as the first client's")
+	}
+}
+
+// FuzzReadRequest: a client's requests read through its templates, in the
+// order a, b, a, c, b, each with a known prefix of a's items and a's tools
+// offered, agree with the reading of each in full.
+func FuzzReadRequest(f *testing.F) {
+	for i, seed := range knownSeeds {
+		for j, tail := range knownTails {
+			f.Add(seed, uint8(i+j), tail, knownSeeds[(i+1)%len(knownSeeds)])
+		}
+	}
+	f.Fuzz(func(t *testing.T, a string, pick uint8, tail, c string) {
+		end := 0
+		if prefixes := knownPrefixes(t, []byte(a)); len(prefixes) > 0 {
+			end = prefixes[int(pick)%len(prefixes)]
+		}
+		b := a[:end] + tail
+		r := NewTemplates().For(1)
+		for _, body := range []string{a, b, a, c, b} {
+			readRequestKnown(t, r, []byte(body), []byte(a), end)
+		}
+	})
+}
