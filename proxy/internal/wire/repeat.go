@@ -388,6 +388,10 @@ func (r Repeats) read(body []byte, s Shape, m *Members) (*template, error) {
 // that keeps templates: body is compared with the scope's templates first,
 // and one read in full, no part of it skipped as known, becomes one.
 func (r Repeats) readKnown(body []byte, s Shape, m *Members, known KnownPrefix, value KnownValue) error {
+	if len(body) > maxTemplateBytes {
+		// Never a template, nor compared with one.
+		return StrictMembersKnown(body, s, m, known, value)
+	}
 	if r.repeated(body, s, m) != nil {
 		return nil
 	}

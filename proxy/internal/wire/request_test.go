@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -114,6 +115,13 @@ func TestReadRequestRepeats(t *testing.T) {
 	readRequestKnown(t, c.For(2), next, nil, 0)
 	if c.by[2][0] == nil || c.by[2][0] == tp {
 		t.Fatal("another client's request was read as the first client's")
+	}
+
+	// A request larger than a template is read, and kept as none.
+	large := []byte(`{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("a", maxTemplateBytes) + `"}]}`)
+	readRequestKnown(t, c.For(3), large, nil, 0)
+	if _, ok := c.by[3]; ok {
+		t.Fatal("a request larger than a template was kept as one")
 	}
 }
 
