@@ -84,6 +84,7 @@ type metrics struct {
 	byRoute   counterCache[routeCode]
 	byTool    counterCache[toolOutcome]
 	byKind    counterCache[string]
+	byTokens  counterCache[int] // ex.tokens' index
 }
 
 // counterCache holds the counters of the label sets seen so far. A series
@@ -252,7 +253,9 @@ func (m *metrics) exchange(ex *exchange) {
 	m.reasks.Add(float64(ex.x.Reasks))
 	for i, t := range ex.tokens {
 		if t > 0 {
-			m.tokens.WithLabelValues([]string{"prompt", "completion"}[i%2], []string{"first", "reask"}[i/2]).Add(float64(t))
+			m.byTokens.get(i, func() prometheus.Counter {
+				return m.tokens.WithLabelValues([]string{"prompt", "completion"}[i%2], []string{"first", "reask"}[i/2])
+			}).Add(float64(t))
 		}
 	}
 	for _, c := range ex.x.Calls {
