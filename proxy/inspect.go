@@ -111,8 +111,10 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 			return perr
 		}
 		var req request
-		requests, replies, starts := h.repeats(r, f)
+		var replies, starts wire.Repeats
 		if pol.Rules("").Mode != policy.ModeOff {
+			var requests wire.Repeats
+			requests, replies, starts = h.repeats(r, f)
 			turn := h.historyUse(r, f)
 			m, release, err := readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f, turn.KnownPrefix(), h.decls, requests)
 			defer release()
