@@ -256,7 +256,7 @@ func ReadRequest(body []byte, s Shape, items string, known KnownPrefix, value Kn
 	m := NewMembers(items)
 	var err error
 	if r.c != nil {
-		err = r.readKnown(body, s, m, known, value)
+		_, err = r.read(body, s, m, known, value)
 	} else {
 		err = StrictMembersKnown(body, s, m, known, value)
 	}

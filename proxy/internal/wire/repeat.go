@@ -102,7 +102,7 @@ func (e *EventReader) Read(data []byte, m *Members) error {
 		r := e.starts.At(e.n)
 		e.n++
 		var err error
-		e.cur, err = r.read(data, e.s, m)
+		e.cur, err = r.read(data, e.s, m, nil, nil)
 		return err
 	}
 	// An event too large to be a template is not compared with one:
@@ -366,49 +366,34 @@ func (r Repeats) Read(body []byte, s Shape, m *Members) error {
 		m = NewMembers("")
 		defer m.Release()
 	}
-	_, err := r.read(body, s, m)
+	_, err := r.read(body, s, m, nil, nil)
 	return err
 }
 
-// read is Read into m, not nil, for a Repeats that keeps templates,
-// returning the template that body repeated or became; nil if it is
-// neither (beyond a template's bounds).
-func (r Repeats) read(body []byte, s Shape, m *Members) (*template, error) {
+// read is StrictMembersKnown(body, s, m, known, value) into m, not nil,
+// for a Repeats that keeps templates: body is compared with the scope's
+// templates first, and one read in full, no part of it skipped as known,
+// becomes one. It returns the template that body repeated or became; nil
+// if it is neither (beyond a template's bounds, or read without a part).
+func (r Repeats) read(body []byte, s Shape, m *Members, known KnownPrefix, value KnownValue) (*template, error) {
+	if len(body) > maxTemplateBytes {
+		// Never a template, nor compared with one.
+		return nil, StrictMembersKnown(body, s, m, known, value)
+	}
 	if tp := r.repeated(body, s, m); tp != nil {
 		return tp, nil
 	}
 	rec := m.recording()
-	if err := strictMembers(body, s, m, nil, nil, nil, rec); err != nil {
+	whole, err := strictMembersKnown(body, s, m, known, value, rec)
+	if err != nil || !whole {
 		return nil, err
 	}
 	return r.made(s, body, m, *rec), nil
 }
 
-// readKnown is StrictMembersKnown(body, s, m, known, value) for a Repeats
-// that keeps templates: body is compared with the scope's templates first,
-// and one read in full, no part of it skipped as known, becomes one.
-func (r Repeats) readKnown(body []byte, s Shape, m *Members, known KnownPrefix, value KnownValue) error {
-	if len(body) > maxTemplateBytes {
-		// Never a template, nor compared with one.
-		return StrictMembersKnown(body, s, m, known, value)
-	}
-	if r.repeated(body, s, m) != nil {
-		return nil
-	}
-	rec := m.recording()
-	whole, err := strictMembersKnown(body, s, m, known, value, rec)
-	if err == nil && whole {
-		r.made(s, body, m, *rec)
-	}
-	return err
-}
-
 // repeated returns the scope's template that body repeats, with body's
 // members recorded in m, or nil when it repeats neither.
 func (r Repeats) repeated(body []byte, s Shape, m *Members) *template {
-	if len(body) > maxTemplateBytes {
-		return nil
-	}
 	c := r.c
 	c.mu.Lock()
 	tps := c.by[r.scope]

@@ -146,3 +146,44 @@ func FuzzReadRequest(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReadRequest reads a client's requests through its templates
+// ("templates") and without ("strict"): requests that repeat one shape with
+// another question; and, the dearest case, requests of three shapes in turn
+// that share a text of 1 to 8 KB and differ only after it, so that each is
+// compared with both templates to its end in vain, then read in full and
+// kept. Its cost must double with the text, at most a few times what the
+// strict reading alone costs.
+func BenchmarkReadRequest(b *testing.B) {
+	ask := func(q string) []byte {
+		return []byte(`{"model":"m","messages":[{"role":"user","content":"` + q + `"}],"tools":[{"type":"function"}]}`)
+	}
+	type bench struct {
+		name   string
+		bodies [][]byte
+	}
+	cases := []bench{{"repeats", [][]byte{ask("Click the button."), ask("Click the other button, now.")}}}
+	for _, kb := range []int{1, 2, 4, 8} {
+		text := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("a", kb<<10) + `"}]`
+		cases = append(cases, bench{fmt.Sprintf("three-shapes-%dKB", kb),
+			[][]byte{[]byte(text + `}`), []byte(text + `,"tools":null}`), []byte(text + `,"user":null}`)}})
+	}
+	for _, c := range cases {
+		for _, arm := range []string{"templates", "strict"} {
+			b.Run(c.name+"/"+arm, func(b *testing.B) {
+				r := Repeats{}
+				if arm == "templates" {
+					r = NewTemplates().For(1)
+				}
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					m, err := ReadRequest(c.bodies[i%len(c.bodies)], membersShape, "messages", nil, nil, r)
+					if err != nil {
+						b.Fatal(err)
+					}
+					m.Release()
+				}
+			})
+		}
+	}
+}
