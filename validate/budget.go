@@ -532,20 +532,32 @@ func compilePatterns(doc any) (map[string]*compiledPattern, error) {
 // compare cheaply: beyond float64's range, or of more than maxNumberDigits
 // digits. Its path is a JSON pointer.
 func checkNumbers(v any, path string) *Error {
+	e := badNumberIn(v)
+	if e != nil {
+		e.Path = path + e.Path
+	}
+	return e
+}
+
+// badNumberIn is checkNumbers at the root of v: the error's path is written
+// as the walk returns, so a value without one costs no allocation.
+func badNumberIn(v any) *Error {
 	switch v := v.(type) {
 	case json.Number:
 		if why := badNumber(string(v)); why != "" {
-			return &Error{Path: path, Keyword: "number", Message: why}
+			return &Error{Keyword: "number", Message: why}
 		}
 	case map[string]any:
 		for k, e := range v {
-			if err := checkNumbers(e, PointerChild(path, k)); err != nil {
+			if err := badNumberIn(e); err != nil {
+				err.Path = PointerChild("", k) + err.Path
 				return err
 			}
 		}
 	case []any:
 		for i, e := range v {
-			if err := checkNumbers(e, fmt.Sprintf("%s/%d", path, i)); err != nil {
+			if err := badNumberIn(e); err != nil {
+				err.Path = "/" + strconv.Itoa(i) + err.Path
 				return err
 			}
 		}

@@ -90,6 +90,10 @@ func TestHugeNumbers(t *testing.T) {
 			t.Errorf("%.20s: %v, want one number error at /n", n, errs)
 		}
 	}
+	// Deeper, the path is the number's.
+	if _, errs := s.ValidateJSON([]byte(`{"a":[1,{"b/c":1e999999}]}`)); len(errs) != 1 || errs[0].Keyword != "number" || errs[0].Path != "/a/1/b~1c" {
+		t.Errorf("a nested huge number: %v, want one number error at /a/1/b~1c", errs)
+	}
 	if _, errs := s.ValidateJSON([]byte(`{"n":1.7976931348623157e308}`)); errs != nil {
 		t.Errorf("the largest float64: %v", errs)
 	}
