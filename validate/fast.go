@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
 // Nearly every real tool schema is a flat object: typed properties, some
@@ -40,6 +42,16 @@ type fastSchema struct {
 	minLength, maxLength, minItems, maxItems, minProps, maxProps int
 	minimum, maximum, exclMin, exclMax                           *decimal
 	compare                                                      int // steps, as in plan.compare
+
+	// For explain (see explain.go): the validator's compiled subschema,
+	// the properties' names in order, and the messages of enum and const,
+	// where explain may report them.
+	node                          *jsonschema.Schema
+	at                            string // the schema path of node, where inDoc
+	inDoc                         bool
+	names                         []string
+	enumError, constError         string
+	enumExplained, constExplained bool
 }
 
 // typeSet is the "type" keyword as bits; 0 allows every type.

@@ -3,7 +3,9 @@ package validate
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,6 +93,7 @@ func fastAgrees(t testing.TB, s *Schema, v any) bool {
 	t.Helper()
 	steps, ok := s.fastValid(v, MaxSteps)
 	if !ok {
+		explainAgrees(t, s, v)
 		return false
 	}
 	if errs := s.validateFull(v, nil, MaxSteps); errs != nil {
@@ -100,6 +103,48 @@ func fastAgrees(t testing.TB, s *Schema, v any) bool {
 		t.Fatalf("the fast path counted %d steps, the budget walk %d (%v)", steps, want, err)
 	}
 	return true
+}
+
+// explainAgrees checks explain's errors for v, where it answers, against
+// the validator's: the same errors, the order of properties and of the
+// names in an additionalProperties message aside (the validator's vary from
+// run to run). It reports whether explain answered.
+func explainAgrees(t testing.TB, s *Schema, v any) bool {
+	t.Helper()
+	if _, isObject := v.(map[string]any); !isObject || checkNumbers(v, "") != nil {
+		return false // validateFull answers before either runs
+	}
+	if _, err := s.cost(v, MaxSteps); err != nil {
+		return false
+	}
+	got, ok := s.explain(v)
+	if !ok {
+		return false
+	}
+	want := s.validator(v)
+	if !slices.Equal(normalErrors(got), normalErrors(want)) {
+		t.Fatalf("explain's errors differ from the validator's:\n got %q\nwant %q", got, want)
+	}
+	return true
+}
+
+// normalErrors sorts errors, and the names of an additionalProperties
+// message.
+func normalErrors(errs []Error) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		msg := e.Message
+		if names, ok := strings.CutPrefix(msg, "additionalProperties "); ok && e.Keyword == "additionalProperties" {
+			if names, ok = strings.CutSuffix(names, " not allowed"); ok {
+				list := strings.Split(names, ", ")
+				slices.Sort(list)
+				msg = strings.Join(list, ", ")
+			}
+		}
+		out[i] = strings.Join([]string{e.Path, e.Keyword, e.SchemaPath, msg}, "\x00")
+	}
+	slices.Sort(out)
+	return out
 }
 
 // rawAgrees runs the fast path on the bytes of arguments: where it proves
@@ -247,6 +292,83 @@ func TestFastPathOverBFCL(t *testing.T) {
 	}
 }
 
+// TestExplainOverBFCL: the corpus's correct calls, broken as models break
+// them (a required property left out, a key in another letter case, a
+// value of another type, a member not declared), get from explain the
+// validator's errors, and explain answers nearly all of them.
+func TestExplainOverBFCL(t *testing.T) {
+	cases, err := bfcl.Load("../testdata/bfcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var broken, explained int
+	for _, c := range cases {
+		for _, call := range c.GroundTruth {
+			var params []byte
+			for _, fn := range c.Functions {
+				if fn.Name == call.Name {
+					params = fn.Parameters
+				}
+			}
+			s, err := Compile(params)
+			if err != nil || s.fast == nil {
+				continue
+			}
+			raw, _ := json.Marshal(call.Arguments())
+			for _, b := range breakings(raw) {
+				v, err := Decode(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := s.fastValid(v, MaxSteps); ok {
+					continue
+				}
+				broken++
+				if explainAgrees(t, s, v) {
+					explained++
+				}
+			}
+		}
+	}
+	t.Logf("%d broken calls the fast path did not prove valid; explain said the errors of %d", broken, explained)
+	if broken < 5000 || explained*100 < broken*90 {
+		t.Errorf("explain said the errors of %d of %d broken calls, want at least 90%%", explained, broken)
+	}
+}
+
+// breakings are the arguments object raw broken in each of the ways
+// TestExplainOverBFCL names, one member at a time.
+func breakings(raw []byte) [][]byte {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	var out [][]byte
+	add := func(v map[string]any) {
+		b, _ := json.Marshal(v)
+		out = append(out, b)
+	}
+	for k, val := range m {
+		without := maps.Clone(m)
+		delete(without, k)
+		add(without)
+		renamed := maps.Clone(without)
+		renamed[strings.ToUpper(k[:1])+k[1:]] = val
+		add(renamed)
+		typed := maps.Clone(m)
+		if _, isString := val.(string); isString {
+			typed[k] = 5
+		} else {
+			typed[k] = "5"
+		}
+		add(typed)
+	}
+	extra := maps.Clone(m)
+	extra["reason"] = "asked"
+	add(extra)
+	return out
+}
+
 // FuzzFastPath: for any schema and arguments, the fast path never calls
 // valid what the validator does not, and counts the budget walk's steps.
 // Each input is checked, and so is a schema and arguments generated from
@@ -312,6 +434,57 @@ func BenchmarkValidateFlat(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkExplain is Validate on invalid arguments with explain, against
+// the validator alone (-validator): a key in the wrong letter case for a
+// one-property schema; and, by doubling, an array of n valid items whose
+// last is of the wrong type (explained) or over a bound (which explain
+// leaves to the validator, after walking the whole array).
+func BenchmarkExplain(b *testing.B) {
+	flat, err := Compile([]byte(flatSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	list, err := Compile([]byte(`{"type":"object","properties":{"l":{"type":"array","items":{"type":"object","properties":{"n":{"type":"integer","maximum":5}},"required":["n"]}}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	items := func(n int, last string) string {
+		return `{"l":[` + strings.Repeat(`{"n":1},`, n-1) + `{"n":` + last + `}]}`
+	}
+	type arm struct {
+		name string
+		s    *Schema
+		args string
+	}
+	arms := []arm{{"missing-key", flat, `{"Location":"Boston, MA"}`}}
+	for _, n := range []int{1000, 2000, 4000, 8000} {
+		arms = append(arms, arm{fmt.Sprintf("wrong-type-%d", n), list, items(n, `"x"`)},
+			arm{fmt.Sprintf("over-bound-%d", n), list, items(n, `9`)})
+	}
+	for _, a := range arms {
+		v, err := Decode([]byte(a.args))
+		if err != nil {
+			b.Fatal(err)
+		}
+		validator := *a.s
+		validator.explains = false
+		for _, s := range []*Schema{a.s, &validator} {
+			name := a.name
+			if !s.explains {
+				name += "-validator"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if errs := s.Validate(v); len(errs) != 1 {
+						b.Fatal(errs)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -429,7 +602,7 @@ func genValue(r *rand.Rand, depth int) string {
 // on random flat schemas and arguments built from the edges of each keyword.
 func TestFastPathAgreesOnGeneratedSchemas(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	var fast, proven, missed, n int
+	var fast, proven, missed, invalid, explained, n int
 	for range 5000 {
 		s, err := Compile([]byte(genSchema(r, 0)))
 		if err != nil || s.fast == nil {
@@ -446,12 +619,17 @@ func TestFastPathAgreesOnGeneratedSchemas(t *testing.T) {
 				proven++
 			} else if s.validateFull(v, nil, MaxSteps) == nil {
 				missed++
+			} else if _, isObject := v.(map[string]any); isObject && checkNumbers(v, "") == nil {
+				invalid++
+				if explainAgrees(t, s, v) {
+					explained++
+				}
 			}
 		}
 	}
-	t.Logf("%d schemas with a fast path; the fast path proved %d of %d arguments valid, and left %d valid ones to the validator",
-		fast, proven, n, missed)
-	if fast < 2500 || proven < n/20 {
+	t.Logf("%d schemas with a fast path; the fast path proved %d of %d arguments valid, and left %d valid ones to the validator; "+
+		"of %d invalid objects, explain said the errors of %d", fast, proven, n, missed, invalid, explained)
+	if fast < 2500 || proven < n/20 || explained < invalid/2 {
 		t.Errorf("the generator makes too few cases the fast path answers")
 	}
 }
@@ -489,5 +667,70 @@ func TestValidJSONGivesUp(t *testing.T) {
 				t.Errorf("proven on bytes: %v, want %v", got, tc.proven)
 			}
 		})
+	}
+}
+
+// TestExplain: for each kind of failure explain says, and for names that
+// need escaping or quoting, its errors are the validator's; where it cannot
+// say them exactly, it leaves them to the validator.
+func TestExplain(t *testing.T) {
+	for _, tc := range []struct {
+		name, schema, args string
+		explained          bool
+	}{
+		{"required", `{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}`, `{"Selector":"#a"}`, true},
+		{"names-to-escape", `{"type":"object","properties":{"a/b~c":{"type":"string"},"d e%f":{"type":"integer"},"it's \"x\"\\":{"type":"boolean"}},"required":["a/b~c","é\n","it's \"x\"\\"]}`,
+			`{"a/b~c":1,"d e%f":1.5,"it's \"x\"\\":"no"}`, true},
+		{"additional-false", `{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`, `{"a":"x","z":1,"y":2,"x y":3}`, true},
+		{"additional-schema", `{"type":"object","properties":{"a":{}},"additionalProperties":{"type":"string","maxLength":2}}`, `{"a":1,"b":"long","c":5}`, true},
+		{"enum-few", `{"type":"object","properties":{"u":{"enum":["c","f",null]}}}`, `{"u":"k"}`, true},
+		{"enum-many", `{"type":"object","properties":{"u":{"type":"string","enum":["a","b","c","d","e"]}}}`, `{"u":"z"}`, true},
+		{"enum-numbers", `{"type":"object","properties":{"n":{"enum":[1,2.5,1e2]}}}`, `{"n":3}`, true},
+		{"integer", `{"type":"object","properties":{"n":{"type":["integer","null"]}}}`, `{"n":2.5}`, true},
+		{"items", `{"type":"object","properties":{"l":{"type":"array","minItems":4,"items":{"type":"object","required":["k"]}}}}`, `{"l":[{},{"k":1},3]}`, true},
+		{"sizes", `{"type":"object","minProperties":3,"properties":{"s":{"minLength":3},"t":{"maxLength":1}}}`, `{"s":"é","t":"ab"}`, true},
+		{"const", `{"type":"object","properties":{"c":{"const":"on"}}}`, `{"c":"off"}`, true},
+		{"const-draft-04", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"c":{"const":"on"},"d":{"type":"string"}}}`, `{"c":"off","d":1}`, false},
+		{"const-object", `{"type":"object","properties":{"c":{"const":{"a":1}}}}`, `{"c":{"a":2}}`, false},
+		{"enum-of-arrays", `{"type":"object","properties":{"e":{"enum":[[1],"a"]}}}`, `{"e":"b"}`, false},
+		{"bound", `{"type":"object","properties":{"n":{"type":"number","minimum":3}}}`, `{"n":2}`, false},
+		{"false-schema", `{"type":"object","properties":{"n":false}}`, `{"n":2}`, false},
+		{"many-declared", `{"type":"object","properties":{"a":{},"b":{},"c":{},"d":{},"e":{},"f":{},"g":{},"h":{},"i":{},"j":{},"m":{},"n":{},"k":{"type":"string"},"l":{"type":"string"}}}`, `{"l":1,"k":2}`, true},
+		{"too-many", `{"type":"object","additionalProperties":{"type":"string"}}`, `{"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1,"k":1,"l":1,"m":1,"n":1,"o":1,"p":1,"q":1}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Compile([]byte(tc.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !s.explains {
+				t.Fatal("explain does not read this schema")
+			}
+			v, err := Decode([]byte(tc.args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := explainAgrees(t, s, v); got != tc.explained {
+				t.Errorf("explained: %v, want %v (validator: %q)", got, tc.explained, s.validator(v))
+			}
+			// Validate returns what explain or the validator says (which of
+			// more than MaxErrors errors the validator keeps varies).
+			if errs, want := s.Validate(v), s.validator(v); len(errs) != len(want) ||
+				len(want) < MaxErrors && !slices.Equal(normalErrors(errs), normalErrors(want)) {
+				t.Errorf("Validate: %q, want %q", errs, want)
+			}
+		})
+	}
+}
+
+// TestQuote: quote is the validator's quoting, for any name.
+func TestQuote(t *testing.T) {
+	for _, name := range []string{"a", "", "it's", `"x"`, `a\b`, "é", "a\nb", "\x00", "\xff", "\u2028", "a b~/%"} {
+		s := fmt.Sprintf("%q", name)
+		s = strings.ReplaceAll(s, `\"`, `"`)
+		s = strings.ReplaceAll(s, `'`, `\'`)
+		if want := "'" + s[1:len(s)-1] + "'"; quote(name) != want {
+			t.Errorf("quote(%q) = %s, want %s", name, quote(name), want)
+		}
 	}
 }

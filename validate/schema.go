@@ -28,6 +28,7 @@ type Schema struct {
 	doc      any
 	plan     *plan       // for the budget walk; nil when it cannot be made
 	fast     *fastSchema // the fast path (see fast.go); nil when there is none
+	explains bool        // the fast path's schema says errors (see explain.go)
 	nodes    int         // objects and arrays (see MaxSchemaNodes)
 	expanded int         // subschemas with references expanded (see MaxExpandedNodes)
 	weight   int64       // estimated memory held (see Weight)
@@ -100,7 +101,8 @@ func Compile(raw []byte) (*Schema, error) {
 	if p != nil { // the fast path counts the steps of the plan's walk
 		fast = compileFast(doc)
 	}
-	return &Schema{compiled: compiled, raw: raw, doc: doc, plan: p, fast: fast, nodes: nodes, expanded: expanded, weight: w}, nil
+	explains := fast != nil && fast.link(compiled)
+	return &Schema{compiled: compiled, raw: raw, doc: doc, plan: p, fast: fast, explains: explains, nodes: nodes, expanded: expanded, weight: w}, nil
 }
 
 // compile shields the caller from panics in the compiler: the schema comes
@@ -220,7 +222,16 @@ func (s *Schema) validateFull(v any, b *Budget, max int) []Error {
 		return []Error{{Keyword: KeywordBudget, Message: fmt.Sprintf(
 			"validating these arguments against this schema would take more than the %d steps left of the work budget, so they were not checked", max)}}
 	}
-	if err = validateValue(s.compiled, v); err == nil {
+	if errs, ok := s.explain(v); ok {
+		return errs
+	}
+	return s.validator(v)
+}
+
+// validator returns the validator's errors for v, flattened.
+func (s *Schema) validator(v any) []Error {
+	err := validateValue(s.compiled, v)
+	if err == nil {
 		return nil
 	}
 	var ve *jsonschema.ValidationError
