@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -215,5 +216,17 @@ func TestCacheIsBoundedByBytes(t *testing.T) {
 	}
 	if st := c.Stats(); st.Size >= 50 || st.Size == 0 {
 		t.Errorf("%d schemas kept", st.Size)
+	}
+}
+
+// TestDecodeRefusesTrailingData: Decode takes one JSON value with JSON's
+// white space around it, and nothing else after it, as json.Valid reads
+// a document.
+func TestDecodeRefusesTrailingData(t *testing.T) {
+	for _, in := range []string{`{}`, "{} \t\r\n", ` {"a":1}`, `{} {}`, `{} x`, "{}\v", "{}\u00a0", "{}\x00", `1 2`, `"a"`, `[] ]`, `{}/`, "{}\n\n"} {
+		_, err := Decode([]byte(in))
+		if (err == nil) != json.Valid([]byte(in)) {
+			t.Errorf("Decode(%q): %v, json.Valid says %v", in, err, json.Valid([]byte(in)))
+		}
 	}
 }

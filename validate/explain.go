@@ -269,14 +269,19 @@ func (f *fastSchema) explainObject(v map[string]any, r *explainRun) bool {
 	if c.MaxProperties != -1 && len(v) > c.MaxProperties {
 		r.add(f, "maxProperties", fmt.Sprintf("maximum %d properties allowed, but found %d properties", c.MaxProperties, len(v)))
 	}
-	var missing []string
+	var missing []byte
 	for _, name := range c.Required {
 		if _, ok := v[name]; !ok {
-			missing = append(missing, quote(name))
+			if missing == nil {
+				missing = append(make([]byte, 0, 64), "missing properties: "...)
+			} else {
+				missing = append(missing, ", "...)
+			}
+			missing = appendQuoted(missing, name)
 		}
 	}
-	if len(missing) > 0 {
-		r.add(f, "required", "missing properties: "+strings.Join(missing, ", "))
+	if missing != nil {
+		r.add(f, "required", string(missing))
 	}
 	names := f.names
 	if len(names) > 2*len(v)+8 {
@@ -315,10 +320,14 @@ func (f *fastSchema) explainObject(v map[string]any, r *explainRun) bool {
 	}
 	slices.Sort(others)
 	if f.additional.never {
+		msg := append(make([]byte, 0, 64), "additionalProperties "...)
 		for i, name := range others {
-			others[i] = quote(name)
+			if i > 0 {
+				msg = append(msg, ", "...)
+			}
+			msg = appendQuoted(msg, name)
 		}
-		r.add(f, "additionalProperties", "additionalProperties "+strings.Join(others, ", ")+" not allowed")
+		r.add(f, "additionalProperties", string(append(msg, " not allowed"...)))
 		return len(r.out) <= MaxErrors
 	}
 	for _, name := range others {
@@ -387,18 +396,22 @@ func (f *fastSchema) equalsScalar(v any, vals []any) (eq, known bool) {
 	return false, true
 }
 
-// quote is the validator's quoting of a name in its messages: Go's, in
-// single quotes.
-func quote(s string) string {
+// appendQuoted appends the validator's quoting of a name in its messages:
+// Go's, in single quotes.
+func appendQuoted(b []byte, s string) []byte {
 	plain := true
 	for i := 0; i < len(s) && plain; i++ {
 		plain = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\' && s[i] != '\''
 	}
 	if plain {
-		return "'" + s + "'"
+		b = append(b, '\'')
+		b = append(b, s...)
+		return append(b, '\'')
 	}
 	s = strconv.Quote(s)
 	s = strings.ReplaceAll(s, `\"`, `"`)
 	s = strings.ReplaceAll(s, `'`, `\'`)
-	return "'" + s[1:len(s)-1] + "'"
+	b = append(b, '\'')
+	b = append(b, s[1:len(s)-1]...)
+	return append(b, '\'')
 }

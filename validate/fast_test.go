@@ -723,14 +723,14 @@ func TestExplain(t *testing.T) {
 	}
 }
 
-// TestQuote: quote is the validator's quoting, for any name.
+// TestQuote: appendQuoted is the validator's quoting, for any name.
 func TestQuote(t *testing.T) {
 	for _, name := range []string{"a", "", "it's", `"x"`, `a\b`, "é", "a\nb", "\x00", "\xff", "\u2028", "a b~/%"} {
 		s := fmt.Sprintf("%q", name)
 		s = strings.ReplaceAll(s, `\"`, `"`)
 		s = strings.ReplaceAll(s, `'`, `\'`)
-		if want := "'" + s[1:len(s)-1] + "'"; quote(name) != want {
-			t.Errorf("quote(%q) = %s, want %s", name, quote(name), want)
+		if want, got := "'"+s[1:len(s)-1]+"'", string(appendQuoted(nil, name)); got != want {
+			t.Errorf("appendQuoted(%q) = %s, want %s", name, got, want)
 		}
 	}
 }

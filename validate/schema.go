@@ -129,8 +129,14 @@ func decode(data []byte) (any, error) {
 	if err := d.Decode(&v); err != nil {
 		return nil, err
 	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, errors.New("unexpected data after the JSON value")
+	// Nothing but JSON's white space may follow, as Token's io.EOF would
+	// say, without its work.
+	for _, c := range data[d.InputOffset():] {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return nil, errors.New("unexpected data after the JSON value")
+		}
 	}
 	return v, nil
 }
