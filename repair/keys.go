@@ -198,10 +198,29 @@ func (g *guider) rename(p string, m map[string]any, from, to string) {
 	delete(m, from)
 }
 
+// plainASCII reports whether s is printable ASCII without a quote or a
+// backslash: a JSON string of it is s in quotes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
 // quote is s as a JSON string, clipped, as render writes one: with
 // jsontext, which needs no encoder, and through encode for what jsontext
 // writes otherwise (invalid UTF-8, U+2028 and U+2029, escaped by encode).
 func quote(s string) string {
+	if len(s)+2 <= maxClip && plainASCII(s) {
+		return `"` + s + `"`
+	}
+	return quoteAny(s)
+}
+
+// quoteAny is quote for any s.
+func quoteAny(s string) string {
 	b, err := jsontext.AppendQuote(nil, s)
 	if err != nil || strings.ContainsAny(s, "\u2028\u2029") {
 		if b, err = encode(s); err != nil {
