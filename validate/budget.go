@@ -583,7 +583,7 @@ func badNumber(n string) string {
 }
 
 func clipRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
 		return s
 	}
 	return string([]rune(s)[:n]) + "..."
