@@ -690,6 +690,7 @@ func TestExplain(t *testing.T) {
 		{"items", `{"type":"object","properties":{"l":{"type":"array","minItems":4,"items":{"type":"object","required":["k"]}}}}`, `{"l":[{},{"k":1},3]}`, true},
 		{"sizes", `{"type":"object","minProperties":3,"properties":{"s":{"minLength":3},"t":{"maxLength":1}}}`, `{"s":"é","t":"ab"}`, true},
 		{"const", `{"type":"object","properties":{"c":{"const":"on"}}}`, `{"c":"off"}`, true},
+		{"draft-07-items", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"l":{"items":{"type":"integer"}},"c":{"const":null}}}`, `{"l":[1,"2",3.5],"c":0}`, true},
 		{"const-draft-04", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"c":{"const":"on"},"d":{"type":"string"}}}`, `{"c":"off","d":1}`, false},
 		{"const-object", `{"type":"object","properties":{"c":{"const":{"a":1}}}}`, `{"c":{"a":2}}`, false},
 		{"enum-of-arrays", `{"type":"object","properties":{"e":{"enum":[[1],"a"]}}}`, `{"e":"b"}`, false},
