@@ -42,7 +42,7 @@ func (f *fastSchema) link(c *jsonschema.Schema) bool {
 	if f.always || f.never {
 		return true
 	}
-	if f.hasEnum {
+	if f.hasEnum && len(c.Enum) > 0 {
 		f.enumError, f.enumExplained = enumError(c.Enum)
 	}
 	if f.hasConst && len(c.Constant) == 1 { // draft-04 has no const
@@ -195,7 +195,8 @@ func (f *fastSchema) explain(v any, r *explainRun) bool {
 			return true
 		}
 	}
-	if f.hasConst {
+	// The validator ignores a const under draft-04, and an empty enum.
+	if f.hasConst && len(c.Constant) > 0 {
 		if !f.constExplained {
 			return false
 		}
@@ -205,7 +206,7 @@ func (f *fastSchema) explain(v any, r *explainRun) bool {
 			r.add(f, "const", f.constError)
 		}
 	}
-	if f.hasEnum {
+	if f.hasEnum && len(c.Enum) > 0 {
 		if !f.enumExplained {
 			return false
 		}
