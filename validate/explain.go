@@ -101,14 +101,20 @@ func enumError(enum []any) (string, bool) {
 			}
 		}
 	}
+	var msg string
 	if len(enum) == 1 {
-		return fmt.Sprintf("value must be %#v", enum[0]), true
+		msg = fmt.Sprintf("value must be %#v", enum[0])
+	} else {
+		vals := make([]string, len(enum))
+		for i, e := range enum {
+			vals[i] = fmt.Sprintf("%#v", e)
+		}
+		msg = "value must be one of " + strings.Join(vals, ", ")
 	}
-	vals := make([]string, len(enum))
-	for i, e := range enum {
-		vals[i] = fmt.Sprintf("%#v", e)
-	}
-	return "value must be one of " + strings.Join(vals, ", "), true
+	// The validator then formats this message again, as a format with no
+	// arguments: a '%' in an enum's value reads as a verb ("%!"(MISSING)").
+	var none []any
+	return fmt.Sprintf(msg, none...), true
 }
 
 // explainRun is one run of explain: the schema, for its messages, the

@@ -692,6 +692,7 @@ func TestExplain(t *testing.T) {
 		{"const", `{"type":"object","properties":{"c":{"const":"on"}}}`, `{"c":"off"}`, true},
 		{"draft-07-items", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"l":{"items":{"type":"integer"}},"c":{"const":null}}}`, `{"l":[1,"2",3.5],"c":0}`, true},
 		{"const-draft-04", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"c":{"const":"on"},"d":{"type":"string"}}}`, `{"c":"off","d":1}`, true},
+		{"enum-percent", `{"type":"object","properties":{"u":{"enum":["%","100%d"]}}}`, `{"u":""}`, true},
 		{"enum-empty", `{"type":"object","properties":{"e":{"enum":[],"type":"string"}},"required":["r"]}`, `{"e":"x"}`, true},
 		{"const-object", `{"type":"object","properties":{"c":{"const":{"a":1}}}}`, `{"c":{"a":2}}`, false},
 		{"enum-of-arrays", `{"type":"object","properties":{"e":{"enum":[[1],"a"]}}}`, `{"e":"b"}`, false},
