@@ -20,7 +20,10 @@
 //     changed, each valid on its own, is not tokenised again
 //     (EventReader); nor is a reply that is so the last one of the same
 //     client read in full (Templates, kept apart by the client's
-//     credentials, bounded); any other is read in full.
+//     credentials, bounded); any other is read in full. An EventReader
+//     says when an event repeated the one read before it, and where each
+//     of the values that may differ is, so that what a format found in the
+//     one before need not be looked for again.
 //   - A Stream starts no goroutine: its work is done inside Read, and an
 //     event that may wait on the network is held until the output before
 //     it has gone out.

@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"unsafe"
@@ -56,6 +57,13 @@ type EventReader struct {
 
 	starts Repeats // the client's stream starts (the zero Repeats: none)
 	n      int     // the events read, up to startEvents
+
+	// last is the template the last event repeated (with shift) or became
+	// (lastFull: read in full, no shift); nil for neither. repeated: it
+	// repeated the template the event before it repeated or became.
+	last     *template
+	lastFull bool
+	repeated bool
 }
 
 // startEvents is how many of a stream's first events are compared with the
@@ -98,11 +106,13 @@ func NewEventReader(s Shape, starts Repeats) *EventReader { return &EventReader{
 // Read is StrictMembers(data, s, m) for the next event of the stream: the
 // same error, and the same members recorded in m.
 func (e *EventReader) Read(data []byte, m *Members) error {
+	e.repeated = false
 	if e.starts.c != nil && e.n < startEvents {
 		r := e.starts.At(e.n)
 		e.n++
 		var err error
 		e.cur, err = r.read(data, e.s, m, nil, nil)
+		e.last = nil
 		return err
 	}
 	// An event too large to be a template is not compared with one:
@@ -110,18 +120,62 @@ func (e *EventReader) Read(data []byte, m *Members) error {
 	if e.cur != nil && len(data) <= maxTemplateBytes && e.cur.items == m.items {
 		var ok bool
 		if e.shift, ok = e.cur.repeat(data, m, e.shift[:0]); ok {
+			e.repeated = e.last == e.cur
+			e.last, e.lastFull = e.cur, false
 			return nil
 		}
 	}
-	e.cur = nil
+	e.cur, e.last = nil, nil
 	rec := m.recording()
 	if err := strictMembers(data, e.s, m, nil, nil, nil, rec); err != nil {
 		return err
 	}
 	if e.tp.set(e.s, data, m, *rec) {
 		e.cur = &e.tp
+		e.last, e.lastFull = e.cur, true
 	}
 	return nil
+}
+
+// Repeated reports whether the event last Read repeated the one Read
+// before it: the same bytes, but for the values of some of the strings and
+// numbers that may change (see EventReader), each still a string or a
+// number. Whatever a reading of the event before found in those bytes is
+// in this one, in the same place in its structure; only such a value may
+// differ, and Value says where a value is.
+func (e *EventReader) Repeated() bool { return e.repeated }
+
+// ValueAt returns which of the strings and numbers that may change, in
+// order, is at s in the event last Read; false when none is (the event
+// was not read against a template, or was one of a stream's first events,
+// or s is not such a value). An event that Repeated the last has its value
+// of that number at Value(i).
+func (e *EventReader) ValueAt(s Span) (int, bool) {
+	if e.last == nil {
+		return 0, false
+	}
+	n := len(e.last.vary)
+	i := sort.Search(n, func(i int) bool { return e.Value(i).Start >= s.Start })
+	if i == n || e.Value(i) != s {
+		return 0, false
+	}
+	return i, true
+}
+
+// Value returns where value i of those ValueAt counts is in the event last
+// Read.
+func (e *EventReader) Value(i int) Span {
+	v := e.last.vary[i]
+	if e.lastFull {
+		return v
+	}
+	// What follows value i has moved by shift[i] (see template.repeat); its
+	// start, by what the values before it moved it.
+	if i > 0 {
+		v.Start += e.shift[i-1]
+	}
+	v.End += e.shift[i]
+	return v
 }
 
 // shapeOf identifies a Shape, for a template read under it.

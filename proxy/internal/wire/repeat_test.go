@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -55,8 +56,74 @@ func readBoth(t testing.TB, prev, ev []byte) (repeated bool) {
 	} else if err == nil {
 		sameMembers(t, rm, want)
 	}
+	// Repeated and where values are: read prev, ev and prev again, so that
+	// an event repeats one that became the template and one that repeated it.
+	r2 := NewEventReader(eventShape, Repeats{})
+	events := [][]byte{prev, ev, prev}
+	var before []Span
+	for i, e := range events {
+		if r2.Read(e, m) != nil {
+			before = nil
+			continue
+		}
+		vals := valuesOf(t, r2)
+		if r2.Repeated() {
+			if i == 0 || before == nil {
+				t.Fatalf("read %q: repeated, with no event of its values before it", e)
+			}
+			sameBetween(t, events[i-1], before, e, vals)
+		}
+		before = vals
+	}
 	// A repeat keeps the template it matched, byte for byte.
 	return wasTemplate && got == nil && string(r.tp.t) == string(prev)
+}
+
+// valuesOf returns where the values that may change are in the event r
+// read last, checking that ValueAt finds each, and nothing else; nil when
+// r cannot say (none, when the event has no such value, is not nil).
+func valuesOf(t testing.TB, r *EventReader) []Span {
+	t.Helper()
+	if r.last == nil {
+		return nil
+	}
+	vals := []Span{} // none, but known
+	for i := range r.last.vary {
+		v := r.Value(i)
+		if j, ok := r.ValueAt(v); !ok || j != i {
+			t.Fatalf("ValueAt(%v) = %d, %v; want %d", v, j, ok, i)
+		}
+		for _, w := range []Span{{v.Start + 1, v.End}, {v.Start, v.End - 1}, {v.Start - 1, v.End}} {
+			if _, ok := r.ValueAt(w); ok {
+				t.Fatalf("ValueAt(%v) found a value; the value is at %v", w, v)
+			}
+		}
+		vals = append(vals, v)
+	}
+	return vals
+}
+
+// sameBetween checks that b, which repeated a, is a's bytes but for the
+// values at bv (a's at av), each still a string or a number on its own.
+func sameBetween(t testing.TB, a []byte, av []Span, b []byte, bv []Span) {
+	t.Helper()
+	if len(av) != len(bv) {
+		t.Fatalf("%q repeated %q with %d values, not %d", b, a, len(bv), len(av))
+	}
+	pa, pb := 0, 0
+	for i := range av {
+		if string(a[pa:av[i].Start]) != string(b[pb:bv[i].Start]) {
+			t.Fatalf("%q repeated %q: %q before value %d, not %q", b, a, b[pb:bv[i].Start], i, a[pa:av[i].Start])
+		}
+		x, y := a[av[i].Start:av[i].End], b[bv[i].Start:bv[i].End]
+		if (x[0] == '"') != (y[0] == '"') || !scalarKind(y) || !json.Valid(y) {
+			t.Fatalf("%q repeated %q: value %d %q where it was %q", b, a, i, y, x)
+		}
+		pa, pb = av[i].End, bv[i].End
+	}
+	if string(a[pa:]) != string(b[pb:]) {
+		t.Fatalf("%q repeated %q: ends %q, not %q", b, a, b[pb:], a[pa:])
+	}
 }
 
 func sameMembers(t testing.TB, got, want *Members) {
@@ -182,12 +249,20 @@ func TestEventReaderStarts(t *testing.T) {
 	client, other := c.For(c.Scope("chat", "Bearer a")), c.For(c.Scope("chat", "Bearer b"))
 	// read reads a stream and returns, for each event, whether it
 	// repeated a template kept before it (no template made, none changed).
-	read := func(r Repeats, evs []string) []bool {
+	// Repeated: only for an event that repeats one read after the starts.
+	const wantRepeated = "[false false false false false false true true false]"
+	read := func(r Repeats, evs []string, wantRepeated string) []bool {
 		e := NewEventReader(eventShape, r)
 		m, want := NewMembers("choices"), NewMembers("choices")
 		defer m.Release()
 		defer want.Release()
-		var repeated []bool
+		var repeated, saidRepeated []bool
+		var prevVals []Span
+		defer func() {
+			if fmt.Sprint(saidRepeated) != wantRepeated {
+				t.Errorf("Repeated %v, want %s", saidRepeated, wantRepeated)
+			}
+		}()
 		for i, ev := range evs {
 			kept := len(c.by)
 			before := map[uint64][2]*template{}
@@ -202,6 +277,15 @@ func TestEventReaderStarts(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameMembers(t, m, want)
+			vals := valuesOf(t, e)
+			if e.Repeated() {
+				if prevVals == nil {
+					t.Fatalf("event %d repeated, with no event of its values before it", i)
+				}
+				sameBetween(t, []byte(evs[i-1]), prevVals, []byte(ev), vals)
+			}
+			prevVals = vals
+			saidRepeated = append(saidRepeated, e.Repeated())
 			same := len(c.by) == kept
 			for k, v := range c.by {
 				if b := before[k]; b != v && (b[0] != v[1] || b[1] != v[0]) {
@@ -217,24 +301,24 @@ func TestEventReaderStarts(t *testing.T) {
 		return repeated
 	}
 	words := []string{"Hi", " there", "!", " How", " are", " you", "?"}
-	first := read(client, stream("a1", words...))
+	first := read(client, stream("a1", words...), wantRepeated)
 	// The first stream: each start event a template of its own (the
 	// words after the first repeat the one before, but only the starts
 	// are kept), then repeats of the event before.
 	if want := "[false false false false false true true true false]"; fmt.Sprint(first) != want {
 		t.Errorf("first stream: repeats %v, want %s", first, want)
 	}
-	again := read(client, stream("a22", "Yo", " you", "!!", " Who", " is", " it", "?"))
+	again := read(client, stream("a22", "Yo", " you", "!!", " Who", " is", " it", "?"), wantRepeated)
 	if want := "[true true true true true true true true false]"; fmt.Sprint(again) != want {
 		t.Errorf("the client's second stream: repeats %v, want %s", again, want)
 	}
-	apart := read(other, stream("b1", words...))
+	apart := read(other, stream("b1", words...), wantRepeated)
 	if want := "[false false false false false true true true false]"; fmt.Sprint(apart) != want {
 		t.Errorf("another client's stream: repeats %v, want %s", apart, want)
 	}
 	// A stream of a shorter start: its end event is compared with the
 	// client's third event, and kept beside it.
-	short := read(client, stream("a3", "x"))
+	short := read(client, stream("a3", "x"), "[false false false]")
 	if want := "[true true false]"; fmt.Sprint(short) != want {
 		t.Errorf("a shorter stream: repeats %v, want %s", short, want)
 	}
