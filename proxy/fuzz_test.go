@@ -17,6 +17,7 @@ import (
 	"github.com/toolguard/toolguard/internal/recording"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy/internal/chat"
+	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/validate"
 )
@@ -140,18 +141,87 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte(valid+"\ufeff"+ev(`{"tool_calls":[{"index":1,"id":"b","type":"function","function":{"name":"click","arguments":"{}"}}]}`)+end), uint8(13))
 	f.Add([]byte(ev(`{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"cl","arguments":""}}]}`)+
 		ev(`{"tool_calls":[{"index":0,"function":{"name":"ick","arguments":"{\"selector\":\"#a\"}"}}]}`)+end), uint8(13))
+	// Events that repeat the one before in all but the values of strings
+	// and numbers, as text deltas do (read without walking them again: chat's
+	// textPlan), with values that change what is done with them.
+	text := func(index, content string) string {
+		return `data: {"id":"c","choices":[{"index":` + index + `,"delta":{"content":` + content + `},"finish_reason":null}]}` + "\n\n"
+	}
+	f.Add([]byte(text("0", `"Hi"`)+text("0", `" th\"e\u00e9re"`)+text("0", `""`)+text("0", `"\n\u2028✓"`)+
+		`data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n"), uint8(255))
+	f.Add([]byte(text("0", `"a"`)+text("1", `"b"`)+text("0", `"c"`)+text("1", `"d"`)+text("2", `"e"`)+
+		`data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\n"+
+		`data: {"id":"c","choices":[{"index":1,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n"), uint8(255))
+	f.Add([]byte(text("0", `"a"`)+text("0", `"b"`)+text("-1", `"c"`)+"data: [DONE]\n\n"), uint8(255))
+	f.Add([]byte(text("0", `"a"`)+text("0", `"b"`)+text("1.0", `"c"`)+"data: [DONE]\n\n"), uint8(255))
+	var frags []string
+	for c := range strings.SplitSeq(`<tool_call>{"name":"click","arguments":{"selector":"#a"}}</tool_call>`, "") {
+		frags = append(frags, text("0", wire.Quote(c)))
+	}
+	f.Add([]byte(strings.Join(frags, "")+`data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n"), uint8(255))
+	f.Add([]byte(text("0", `"I"`)+`data: {"id":"c","choices":[{"index":0,"delta":{"content":null,"refusal":"no"},"finish_reason":null}]}`+"\n\n"+
+		text("0", `"x"`)+text("0", `"y"`)+"data: [DONE]\n\n"), uint8(255))
 	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
-			ex := fuzzExchange(t, onFailure)
-			resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(&chunkedReader{in, int(step) + 1})}
-			ex.stream(resp)
-			out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-			if err != nil {
-				t.Fatalf("read: %v", err)
-			}
+			out, _ := fuzzStream(t, onFailure, in, int(step)+1)
 			checkStreamOut(t, out)
+			// The same events, none repeating the one before: each walked.
+			if walked, ok := breakRepeats(in); ok {
+				wout, woutcome := fuzzStream(t, onFailure, walked, len(walked)+1)
+				wout = bytes.ReplaceAll(wout, []byte(breakMember), nil)
+				whole, outcome := fuzzStream(t, onFailure, in, len(in)+1)
+				if !bytes.Equal(whole, wout) && !bytes.Contains(whole, []byte(`"error"`)) || woutcome != outcome {
+					t.Fatalf("read with every event walked:\n%s\noutcome %s; as read:\n%s\noutcome %s", wout, woutcome, whole, outcome)
+				}
+			}
 		}
 	})
+}
+
+// fuzzStream is what a client gets of the stream in, read from the
+// upstream step bytes at a time, and its outcome.
+func fuzzStream(t *testing.T, onFailure policy.OnFailure, in []byte, step int) ([]byte, ladder.Outcome) {
+	ex := fuzzExchange(t, onFailure)
+	resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(&chunkedReader{in, step})}
+	ex.stream(resp)
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return out, ex.x.Outcome
+}
+
+// breakMember is what breakRepeats adds to every other event.
+const breakMember = `"toolguard_walked":0,`
+
+// breakRepeats returns the stream in with a member that chat ignores added
+// to every other event whose data is an object of members, so that no
+// event repeats the one before it and each is walked in full; false when
+// in holds the member already, or a data line that is not an event's only
+// one.
+func breakRepeats(in []byte) ([]byte, bool) {
+	if bytes.Contains(in, []byte(`toolguard_walked`)) {
+		return nil, false
+	}
+	var s wire.Splitter
+	s.Feed(in)
+	s.End()
+	var out []byte
+	n := 0
+	for {
+		ev, ok := s.Next()
+		if !ok {
+			break
+		}
+		if rest, ok := bytes.CutPrefix(ev, []byte(`data: {"`)); ok && bytes.Count(ev, []byte("data")) == 1 {
+			if n%2 == 1 {
+				ev = append([]byte(`data: {`+breakMember+`"`), rest...)
+			}
+			n++
+		}
+		out = append(out, ev...)
+	}
+	return append(out, s.Rest()...), true
 }
 
 // checkStreamOut checks what a client would assemble from a stream: every

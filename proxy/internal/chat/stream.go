@@ -35,7 +35,10 @@ type stream struct {
 	event *wire.Members
 	// events reads each event strictly; one that repeats the last read in
 	// full with other text is not tokenised again.
-	events   *wire.EventReader
+	events *wire.EventReader
+	// text is what the walk of the last event of one choice of text found,
+	// for the events that repeat it (see textPlan).
+	text     textPlan
 	template []byte // the last chunk, whose envelope released calls reuse
 	usage    []byte // the usage chunk, held until the end
 	anyCalls bool
@@ -146,6 +149,9 @@ func (r *stream) handle(ev []byte) {
 		r.fail(ae, nil)
 		return
 	}
+	if !r.events.Repeated() {
+		r.text = textPlan{} // made from an event of another shape
+	}
 	choices := r.event.Get("choices")
 	if !choices.IsArray() {
 		if choices.Exists() && choices.Type != gjson.Null {
@@ -182,22 +188,21 @@ func (r *stream) handle(ev []byte) {
 		prefix := func() string { return "choices." + strconv.Itoa(at) + "." }
 		pos++
 		var idx int64
-		var delta, fr gjson.Result
+		var index, delta, fr gjson.Result
+		var text gjson.Result // the delta's content, when a plan reads it
+		planned := r.text.ok && r.events.Repeated() && nChoices == 1
+		if planned {
+			index, text = r.text.read(r.event, r.events)
+		} else {
+			var f [3]gjson.Result
+			wire.Fields(c, streamChoiceFields, f[:])
+			index, delta, fr = f[0], f[1], f[2]
+		}
 		hasIndex, badIndex := false, false
-		c.ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
-			case "index":
-				if v.Type != gjson.Null { // null: read as missing
-					idx, hasIndex = plainIndex(v)
-					badIndex = !hasIndex
-				}
-			case "delta":
-				delta = v
-			case "finish_reason":
-				fr = v
-			}
-			return true
-		})
+		if index.Exists() && index.Type != gjson.Null { // null: read as missing
+			idx, hasIndex = plainIndex(index)
+			badIndex = !hasIndex
+		}
 		if badIndex {
 			r.fail(wire.MalformedReply(fmt.Errorf("choices[%d].index is not a non-negative integer", pos-1)), nil)
 			return false
@@ -213,6 +218,10 @@ func (r *stream) handle(ev []byte) {
 		// chunk unless the event is held whole (then chunk is not sent).
 		dropCalls := ""
 		hasContent, textDelta := false, false
+		plan := textPlan{ok: !planned && nChoices == 1 && (!fr.Exists() || fr.Type == gjson.Null)}
+		if planned {
+			hasContent, textDelta = r.addText(sc, text.Str)
+		}
 		delta.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "content":
@@ -224,17 +233,17 @@ func (r *stream) handle(ev []byte) {
 					return false
 				}
 				if v.Type == gjson.String {
-					sc.content = append(sc.content, v.Str...)
-					r.total += int64(len(v.Str))
-					hasContent, sc.sawContent = r.output != nil, true
-					textDelta = v.Str != "" && r.output == nil
+					hasContent, textDelta = r.addText(sc, v.Str)
+					text = v
 				}
 			case "refusal":
+				plan.ok = plan.ok && v.Type == gjson.Null
 				sc.refused = sc.refused || v.Type == gjson.String && v.Str != ""
 			case "tool_calls", "function_call":
 				if v.Type == gjson.Null {
 					return true
 				}
+				plan.ok = false
 				legacy := k.Str == "function_call"
 				switch {
 				case legacy && !v.IsObject(), !legacy && !v.IsArray():
@@ -269,6 +278,14 @@ func (r *stream) handle(ev []byte) {
 		})
 		if r.Done {
 			return false
+		}
+		if plan.ok {
+			// An event of one choice of text, and nothing else the walk
+			// acts on: the events that repeat it are read from where its
+			// index and text are.
+			r.text = plan.make(r.events, index, text)
+		} else if !planned {
+			r.text = textPlan{}
 		}
 		finishing := fr.Exists() && fr.Type != gjson.Null
 		if textDelta {
@@ -379,6 +396,72 @@ func (r *stream) handle(ev []byte) {
 	case !emptyChunk(chunk):
 		wire.WriteData(r.out, chunk)
 	}
+}
+
+// addText adds the text of a content delta to the choice's content, and
+// reports whether it is content held under a JSON response format, and
+// whether it is text that may hold calls written as text.
+func (r *stream) addText(sc *streamChoice, text string) (held, calls bool) {
+	sc.content = append(sc.content, text...)
+	r.total += int64(len(text))
+	sc.sawContent = true
+	return r.output != nil, text != "" && r.output == nil
+}
+
+// The members of a streamed choice that are read, in one pass.
+var streamChoiceFields = []string{"index", "delta", "finish_reason"}
+
+// A textPlan reads the events of one choice of text without walking the
+// choice and its delta. Such an event, walked, had only members the walk
+// ignores besides its index (absent, null or a number), its delta's
+// content (a string), a refusal, finish_reason, tool_calls and
+// function_call that are absent or null; an event that repeats it
+// (wire.EventReader.Repeated) has the same bytes but for the values of some
+// strings and numbers, so its walk would find the same members, and differ
+// only in the index's and the text's values, which the plan reads from
+// where they are. An event of another shape ends the plan.
+type textPlan struct {
+	ok bool
+	// index and text are the values' places among those that may change
+	// (wire.EventReader.ValueAt); index is -1 for an absent or null index.
+	index, text int
+}
+
+// make returns the plan of the event just walked, whose choice's index and
+// delta's content were index and text; none when either is not a value the
+// reader can say where it is (a text that is not a string, among them).
+func (textPlan) make(e *wire.EventReader, index, text gjson.Result) textPlan {
+	p := textPlan{index: -1}
+	if index.Exists() && index.Type != gjson.Null {
+		var ok bool
+		if p.index, ok = valueAt(e, index); !ok {
+			return textPlan{}
+		}
+	}
+	var ok bool
+	p.text, ok = valueAt(e, text)
+	p.ok = ok && text.Type == gjson.String
+	return p
+}
+
+// valueAt is e.ValueAt where v, read from the event in place, is.
+func valueAt(e *wire.EventReader, v gjson.Result) (int, bool) {
+	if v.Index <= 0 {
+		return 0, false // a value gjson does not say the place of
+	}
+	return e.ValueAt(wire.Span{Start: v.Index, End: v.Index + len(v.Raw)})
+}
+
+// read returns the index (missing when the plan has none) and the text of
+// the event m holds, which repeated the one the plan was made from.
+func (p textPlan) read(m *wire.Members, e *wire.EventReader) (index, text gjson.Result) {
+	body := m.Body()
+	if p.index >= 0 {
+		s := e.Value(p.index)
+		index = wire.Parse(body[s.Start:s.End])
+	}
+	s := e.Value(p.text)
+	return index, wire.Parse(body[s.Start:s.End])
 }
 
 // eachChoice hands each choice of an event to f until it returns false:
