@@ -161,6 +161,29 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte(strings.Join(frags, "")+`data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n"), uint8(255))
 	f.Add([]byte(text("0", `"I"`)+`data: {"id":"c","choices":[{"index":0,"delta":{"content":null,"refusal":"no"},"finish_reason":null}]}`+"\n\n"+
 		text("0", `"x"`)+text("0", `"y"`)+"data: [DONE]\n\n"), uint8(255))
+	// The same for a call's arguments, in fragments, of calls in turn and
+	// of choices in turn.
+	args := func(choice, call, fragment string) string {
+		return `data: {"id":"c","choices":[{"index":` + choice + `,"delta":{"tool_calls":[{"index":` + call +
+			`,"function":{"arguments":` + wire.Quote(fragment) + `}}]},"finish_reason":null}]}` + "\n\n"
+	}
+	start := func(choice, call, id string) string {
+		return `data: {"id":"c","choices":[{"index":` + choice + `,"delta":{"tool_calls":[{"index":` + call +
+			`,"id":"` + id + `","type":"function","function":{"name":"click","arguments":""}}]},"finish_reason":null}]}` + "\n\n"
+	}
+	finish := func(choice string) string {
+		return `data: {"id":"c","choices":[{"index":` + choice + `,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\n"
+	}
+	f.Add([]byte(start("0", "0", "a")+args("0", "0", `{"sel`)+args("0", "0", `ector":`)+args("0", "0", `"#\u00e9 \"a\""`)+args("0", "0", `}`)+
+		finish("0")+"data: [DONE]\n\n"), uint8(255))
+	f.Add([]byte(start("0", "0", "a")+start("0", "1", "b")+args("0", "0", `{"selector":`)+args("0", "1", `{"selector":`)+
+		args("0", "0", `"#a"}`)+args("0", "1", `"#b"`)+args("0", "1", `}`)+finish("0")+"data: [DONE]\n\n"), uint8(255))
+	f.Add([]byte(start("0", "0", "a")+start("1", "0", "b")+args("0", "0", `{"selector":`)+args("1", "0", `{"selector":`)+
+		args("0", "0", `"#a"}`)+args("1", "0", `"#b"}`)+finish("0")+finish("1")+"data: [DONE]\n\n"), uint8(255))
+	f.Add([]byte(start("0", "0", "a")+args("0", "0", `{"sel`)+args("0", "0", `ector"`)+args("0", "00", `:"#a"}`)+
+		finish("0")+"data: [DONE]\n\n"), uint8(255))
+	f.Add([]byte(start("0", "0", "a")+args("0", "0", `{"selector"`)+args("0", "0", `:"#a"}`)+args("0", "1", `{}`)+args("0", "0", `{}`)+
+		finish("0")+"data: [DONE]\n\n"), uint8(255))
 	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
 			out, _ := fuzzStream(t, onFailure, in, int(step)+1)

@@ -263,20 +263,27 @@ func benchReplyRead(b *testing.B, f format, req string, reply []byte, outcome la
 func BenchmarkStreamEvents(b *testing.B) {
 	reply := fake.Reply{Text: strings.Repeat("word ", 80), Calls: []fake.Call{{ID: "call_1", Name: "click", Args: `{"selector":"#login-button"}`}}, In: 82, Out: 17}
 	const clickSchema = `{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}`
+	// A call alone, its arguments (208 bytes) in deltas of 4 bytes: 52 of
+	// them, as models stream arguments a token at a time.
+	call := fake.Reply{Calls: []fake.Call{{ID: "call_1", Name: "click", Args: `{"selector":"` + strings.Repeat("#login-button ", 14) + `"}`}}, In: 82, Out: 17}
+	const chatRequest = `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`
 	for _, c := range []struct {
-		name string
-		f    format
-		fake fake.Format
-		req  string
+		name  string
+		f     format
+		fake  fake.Format
+		req   string
+		reply fake.Reply
+		frag  int
 	}{
-		{"chat", chatFormat, fake.Chat, `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"Log in."}],"tools":` + faulty.ClickTools + `}`},
-		{"responses", responsesFormat, fake.Responses, `{"model":"gpt-4o","stream":true,"input":"Log in.","tools":[{"type":"function","name":"click","parameters":` + clickSchema + `}]}`},
-		{"messages", messagesFormat, fake.Messages, `{"model":"claude-test","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Log in."}],"tools":[{"name":"click","input_schema":` + clickSchema + `}]}`},
+		{"chat", chatFormat, fake.Chat, chatRequest, reply, 8},
+		{"chat-call", chatFormat, fake.Chat, chatRequest, call, 4},
+		{"responses", responsesFormat, fake.Responses, `{"model":"gpt-4o","stream":true,"input":"Log in.","tools":[{"type":"function","name":"click","parameters":` + clickSchema + `}]}`, reply, 8},
+		{"messages", messagesFormat, fake.Messages, `{"model":"claude-test","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Log in."}],"tools":[{"name":"click","input_schema":` + clickSchema + `}]}`, reply, 8},
 	} {
 		for _, name := range []string{c.name, c.name + "-first"} {
 			b.Run(name, func(b *testing.B) {
 				// Text in deltas of 8 bytes: 50 of them; arguments in 3.
-				events := c.fake.Events(reply, 8)
+				events := c.fake.Events(c.reply, c.frag)
 				var sb strings.Builder
 				for _, ev := range events {
 					sb.WriteString(ev)

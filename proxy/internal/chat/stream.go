@@ -36,9 +36,10 @@ type stream struct {
 	// events reads each event strictly; one that repeats the last read in
 	// full with other text is not tokenised again.
 	events *wire.EventReader
-	// text is what the walk of the last event of one choice of text found,
-	// for the events that repeat it (see textPlan).
-	text     textPlan
+	// plan is what the walk of the last event of one choice of text, or of
+	// one call's arguments, found, for the events that repeat it (see
+	// eventPlan).
+	plan     eventPlan
 	template []byte // the last chunk, whose envelope released calls reuse
 	usage    []byte // the usage chunk, held until the end
 	anyCalls bool
@@ -150,7 +151,7 @@ func (r *stream) handle(ev []byte) {
 		return
 	}
 	if !r.events.Repeated() {
-		r.text = textPlan{} // made from an event of another shape
+		r.plan = eventPlan{} // made from an event of another shape
 	}
 	choices := r.event.Get("choices")
 	if !choices.IsArray() {
@@ -189,10 +190,12 @@ func (r *stream) handle(ev []byte) {
 		pos++
 		var idx int64
 		var index, delta, fr gjson.Result
-		var text gjson.Result // the delta's content, when a plan reads it
-		planned := r.text.ok && r.events.Repeated() && nChoices == 1
+		var text gjson.Result // the delta's content
+		var call callDelta    // the delta's one call, when it has one
+		nCalls := 0
+		planned := r.plan.kind != planNone && r.events.Repeated() && nChoices == 1
 		if planned {
-			index, text = r.text.read(r.event, r.events)
+			index, text, call = r.plan.read(r.event, r.events)
 		} else {
 			var f [3]gjson.Result
 			wire.Fields(c, streamChoiceFields, f[:])
@@ -218,9 +221,21 @@ func (r *stream) handle(ev []byte) {
 		// chunk unless the event is held whole (then chunk is not sent).
 		dropCalls := ""
 		hasContent, textDelta := false, false
-		plan := textPlan{ok: !planned && nChoices == 1 && (!fr.Exists() || fr.Type == gjson.Null)}
-		if planned {
+		// A plan is made of an event of one choice that does not end it,
+		// with no refusal (see eventPlan).
+		plannable := !planned && nChoices == 1 && (!fr.Exists() || fr.Type == gjson.Null)
+		switch {
+		case !planned:
+		case r.plan.kind == planText:
 			hasContent, textDelta = r.addText(sc, text.Str)
+		case !r.callsOf(sc, false):
+			return false
+		default:
+			touched = append(touched, r.addDelta(sc, call, -1))
+			if r.Done {
+				return false
+			}
+			dropCalls = "tool_calls"
 		}
 		delta.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
@@ -237,35 +252,31 @@ func (r *stream) handle(ev []byte) {
 					text = v
 				}
 			case "refusal":
-				plan.ok = plan.ok && v.Type == gjson.Null
+				plannable = plannable && v.Type == gjson.Null
 				sc.refused = sc.refused || v.Type == gjson.String && v.Str != ""
 			case "tool_calls", "function_call":
 				if v.Type == gjson.Null {
 					return true
 				}
-				plan.ok = false
 				legacy := k.Str == "function_call"
-				switch {
-				case legacy && !v.IsObject(), !legacy && !v.IsArray():
+				if legacy && !v.IsObject() || !legacy && !v.IsArray() {
 					r.fail(wire.MalformedReply(fmt.Errorf("delta.%s is not an %s", k.Str, map[bool]string{true: "object", false: "array"}[legacy])), nil)
 					return false
-				case len(sc.order) > 0 && sc.legacy != legacy:
-					// openai-node exposes a function_call next to
-					// tool_calls; toolguard would check only one.
-					r.fail(wire.MalformedReply(errors.New("a choice streams both tool_calls and a legacy function_call")), nil)
+				}
+				if !r.callsOf(sc, legacy) {
 					return false
 				}
-				r.anyCalls = true
-				sc.legacy = legacy
 				if legacy {
-					touched = append(touched, r.addDelta(sc, v, 0))
+					touched = append(touched, r.addDelta(sc, readCallDelta(v, true), 0))
 				} else {
 					v.ForEach(func(_, td gjson.Result) bool {
 						if !td.IsObject() {
 							r.fail(wire.MalformedReply(errors.New("delta.tool_calls holds a value that is not an object")), nil)
 							return false
 						}
-						touched = append(touched, r.addDelta(sc, td, -1))
+						call = readCallDelta(td, false)
+						nCalls++
+						touched = append(touched, r.addDelta(sc, call, -1))
 						return !r.Done
 					})
 				}
@@ -279,13 +290,13 @@ func (r *stream) handle(ev []byte) {
 		if r.Done {
 			return false
 		}
-		if plan.ok {
-			// An event of one choice of text, and nothing else the walk
-			// acts on: the events that repeat it are read from where its
-			// index and text are.
-			r.text = plan.make(r.events, index, text)
-		} else if !planned {
-			r.text = textPlan{}
+		if !planned {
+			r.plan = eventPlan{}
+			if plannable {
+				// The events that repeat this one are read from where its
+				// values are (see eventPlan).
+				r.plan = makePlan(r.events, index, text, dropCalls, nCalls, call)
+			}
 		}
 		finishing := fr.Exists() && fr.Type != gjson.Null
 		if textDelta {
@@ -411,36 +422,69 @@ func (r *stream) addText(sc *streamChoice, text string) (held, calls bool) {
 // The members of a streamed choice that are read, in one pass.
 var streamChoiceFields = []string{"index", "delta", "finish_reason"}
 
-// A textPlan reads the events of one choice of text without walking the
-// choice and its delta. Such an event, walked, had only members the walk
-// ignores besides its index (absent, null or a number), its delta's
-// content (a string), a refusal, finish_reason, tool_calls and
-// function_call that are absent or null; an event that repeats it
-// (wire.EventReader.Repeated) has the same bytes but for the values of some
-// strings and numbers, so its walk would find the same members, and differ
-// only in the index's and the text's values, which the plan reads from
-// where they are. An event of another shape ends the plan.
-type textPlan struct {
-	ok bool
-	// index and text are the values' places among those that may change
-	// (wire.EventReader.ValueAt); index is -1 for an absent or null index.
-	index, text int
+// An eventPlan reads the events of one choice that repeat the one before
+// without walking the choice and its delta again. The event a plan is made
+// of, walked, had besides its choice's index (absent, null or a number)
+// only members the walk ignores, and either
+//   - text: a delta whose content is a string, with no refusal and no
+//     tool_calls or function_call (absent or null); or
+//   - a call's arguments: a delta whose tool_calls holds one call delta,
+//     with no content, refusal or function_call (absent or null), and that
+//     call delta has an index (a number), no id and no name (absent or
+//     null), and function.arguments, a string.
+//
+// An event that repeats it (wire.EventReader.Repeated) has the same bytes
+// but for the values of some strings and numbers, each still a string or
+// a number: its walk would find the same members, and differ only in the
+// values of the indexes, the text and the arguments, which the plan reads
+// from where they are. An event of another shape ends the plan.
+type eventPlan struct {
+	kind planKind
+	// The values' places among those that may change
+	// (wire.EventReader.ValueAt): the choice's index (-1 for an absent or
+	// null one), the text or the arguments, and the call's index.
+	index, value, call int
 }
 
-// make returns the plan of the event just walked, whose choice's index and
-// delta's content were index and text; none when either is not a value the
-// reader can say where it is (a text that is not a string, among them).
-func (textPlan) make(e *wire.EventReader, index, text gjson.Result) textPlan {
-	p := textPlan{index: -1}
+type planKind int
+
+const (
+	planNone planKind = iota
+	planText
+	planCall
+)
+
+// makePlan returns the plan of the event just walked (see eventPlan), of
+// one choice that does not end it and has no refusal, whose choice's index
+// is index, whose delta's content is text, whose delta's member of call
+// deltas is calls ("" for none) with nCalls of them, the last one call; no
+// plan when the event is of neither kind, or a value is not one the reader
+// can say where it is.
+func makePlan(e *wire.EventReader, index, text gjson.Result, calls string, nCalls int, call callDelta) eventPlan {
+	p := eventPlan{index: -1}
 	if index.Exists() && index.Type != gjson.Null {
 		var ok bool
 		if p.index, ok = valueAt(e, index); !ok {
-			return textPlan{}
+			return eventPlan{}
 		}
 	}
 	var ok bool
-	p.text, ok = valueAt(e, text)
-	p.ok = ok && text.Type == gjson.String
+	switch {
+	case calls == "" && text.Type == gjson.String:
+		p.kind = planText
+		p.value, ok = valueAt(e, text)
+	case calls == "tool_calls" && nCalls == 1 && text.Type == gjson.Null &&
+		call.index.Type == gjson.Number && call.id.Type == gjson.Null && call.name.Type == gjson.Null &&
+		call.args.Type == gjson.String:
+		// (A missing member reads as gjson.Null, as a null does.)
+		p.kind = planCall
+		if p.call, ok = valueAt(e, call.index); ok {
+			p.value, ok = valueAt(e, call.args)
+		}
+	}
+	if !ok {
+		return eventPlan{}
+	}
 	return p
 }
 
@@ -452,16 +496,22 @@ func valueAt(e *wire.EventReader, v gjson.Result) (int, bool) {
 	return e.ValueAt(wire.Span{Start: v.Index, End: v.Index + len(v.Raw)})
 }
 
-// read returns the index (missing when the plan has none) and the text of
-// the event m holds, which repeated the one the plan was made from.
-func (p textPlan) read(m *wire.Members, e *wire.EventReader) (index, text gjson.Result) {
-	body := m.Body()
-	if p.index >= 0 {
-		s := e.Value(p.index)
-		index = wire.Parse(body[s.Start:s.End])
+// read returns what a walk of the event m holds, which repeated the one
+// the plan was made from, would find: the choice's index (missing when the
+// plan has none), and its text or its one call delta.
+func (p eventPlan) read(m *wire.Members, e *wire.EventReader) (index, text gjson.Result, call callDelta) {
+	at := func(i int) gjson.Result {
+		s := e.Value(i)
+		return wire.Parse(m.Body()[s.Start:s.End])
 	}
-	s := e.Value(p.text)
-	return index, wire.Parse(body[s.Start:s.End])
+	if p.index >= 0 {
+		index = at(p.index)
+	}
+	if p.kind == planText {
+		return index, at(p.value), call
+	}
+	call.index, call.args = at(p.call), at(p.value)
+	return index, text, call
 }
 
 // eachChoice hands each choice of an event to f until it returns false:

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -105,14 +106,55 @@ func (r *stream) order() []int64 {
 	return idx
 }
 
+// A callDelta is the members of a tool-call delta that are read: its index
+// and id, and its function's name and arguments (a legacy function_call
+// delta's own).
+type callDelta struct{ index, id, name, args gjson.Result }
+
+// The members read of a call delta, of its function, and of a legacy
+// function_call delta, each in one pass.
+var (
+	callDeltaFields   = []string{"index", "id", "function"}
+	legacyDeltaFields = []string{"id", "name", "arguments"}
+)
+
+// readCallDelta reads a tool_calls entry of a delta, or a legacy
+// function_call delta.
+func readCallDelta(d gjson.Result, legacy bool) callDelta {
+	if legacy {
+		var f [3]gjson.Result
+		wire.Fields(d, legacyDeltaFields, f[:])
+		return callDelta{id: f[0], name: f[1], args: f[2]}
+	}
+	var f [3]gjson.Result
+	var fn [2]gjson.Result
+	wire.Fields(d, callDeltaFields, f[:])
+	wire.Fields(f[2], functionFields, fn[:])
+	return callDelta{index: f[0], id: f[1], name: fn[0], args: fn[1]}
+}
+
+// callsOf makes sc a choice of call deltas, of tool_calls or of a legacy
+// function_call: false when it had the other kind (the stream has failed).
+func (r *stream) callsOf(sc *streamChoice, legacy bool) bool {
+	if len(sc.order) > 0 && sc.legacy != legacy {
+		// openai-node exposes a function_call next to tool_calls;
+		// toolguard would check only one.
+		r.fail(wire.MalformedReply(errors.New("a choice streams both tool_calls and a legacy function_call")), nil)
+		return false
+	}
+	r.anyCalls = true
+	sc.legacy = legacy
+	return true
+}
+
 // addDelta adds one tool-call delta to its call and returns the call (nil
 // past maxStreamCalls). Providers omit the index, start it at 1 or
 // interleave several calls, so a delta without an index continues the last
 // call unless it brings an id of its own.
-func (r *stream) addDelta(sc *streamChoice, d gjson.Result, forced int64) *partialCall {
+func (r *stream) addDelta(sc *streamChoice, d callDelta, forced int64) *partialCall {
 	idx := forced
 	if idx < 0 {
-		switch i := d.Get("index"); {
+		switch i := d.index; {
 		case i.Type != gjson.Null: // null: read as missing
 			var ok bool
 			if idx, ok = plainIndex(i); !ok {
@@ -121,7 +163,7 @@ func (r *stream) addDelta(sc *streamChoice, d gjson.Result, forced int64) *parti
 			}
 		case sc.last >= 0:
 			idx = sc.last
-			if id := d.Get("id").String(); id != "" && sc.partials[idx].id != "" && sc.partials[idx].id != id {
+			if id := d.id.String(); id != "" && sc.partials[idx].id != "" && sc.partials[idx].id != id {
 				idx = sc.order[len(sc.order)-1] + 1
 			}
 		default:
@@ -147,19 +189,15 @@ func (r *stream) addDelta(sc *streamChoice, d gjson.Result, forced int64) *parti
 		sc.order = append(sc.order, idx)
 	}
 	sc.last = idx
-	if forced < 0 && d.Get("index").Type == gjson.Null {
+	if forced < 0 && d.index.Type == gjson.Null {
 		// Where toolguard guessed the index, clients guess too, maybe
 		// otherwise: the call goes out renumbered, not as sent.
 		p.synthesize = true
 	}
-	fn := d.Get("function")
-	if sc.legacy {
-		fn = d
-	}
-	if id := d.Get("id").String(); id != "" && p.id == "" {
+	if id := d.id.String(); id != "" && p.id == "" {
 		p.id = strings.Clone(id) // a slice of the event otherwise
 	}
-	switch n := fn.Get("name"); {
+	switch n := d.name; {
 	case n.Type == gjson.Null:
 	case n.Type != gjson.String:
 		r.fail(wire.MalformedReply(fmt.Errorf("the name of call %q is not a string", wire.Clip(p.id, 64))), nil)
@@ -181,7 +219,7 @@ func (r *stream) addDelta(sc *streamChoice, d gjson.Result, forced int64) *parti
 			p.name += n.Str
 		}
 	}
-	a := fn.Get("arguments")
+	a := d.args
 	if !a.Exists() {
 		return p
 	}
