@@ -113,6 +113,22 @@ func (s *Splitter) Rest() []byte { return s.buf }
 // followed by a colon and at most one space, or "data" alone. The data of
 // an event of one data line, as nearly every event is, is a slice of ev.
 func EventData(ev []byte) ([]byte, bool) {
+	// Nearly every event is one data line ended by an LF, then the blank
+	// line: two searches tell it, where reading it line by line takes
+	// lineEnd's windows twice.
+	if n := len(ev); n > 2 && ev[n-1] == '\n' && ev[n-2] == '\n' {
+		line := ev[:n-2]
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok &&
+			bytes.IndexByte(line, '\n') < 0 && bytes.IndexByte(line, '\r') < 0 {
+			v = bytes.TrimPrefix(v, []byte(" "))
+			return v[:len(v):len(v)], true
+		}
+	}
+	return eventData(ev)
+}
+
+// eventData is EventData for any event, read line by line.
+func eventData(ev []byte) ([]byte, bool) {
 	var data []byte
 	lines := 0
 	for len(ev) > 0 {

@@ -143,3 +143,37 @@ func TestLineEndIsIndexAny(t *testing.T) {
 		}
 	}
 }
+
+// TestEventDataOfOneLine: EventData's reading of an event of one data line
+// gives what reading it line by line does, for every event of up to six
+// pieces among data fields, colons, spaces, text and line ends.
+func TestEventDataOfOneLine(t *testing.T) {
+	pieces := []string{"data:", "data", ":", " ", "x", "\n", "\r", "\ufeff"}
+	var ev []byte
+	var each func(n int)
+	each = func(n int) {
+		for _, end := range []string{"", "\n\n"} {
+			e := append(append([]byte{}, ev...), end...)
+			got, gotOK := EventData(e)
+			want, wantOK := eventData(e)
+			if string(got) != string(want) || gotOK != wantOK {
+				t.Fatalf("EventData(%q) = %q, %v; line by line %q, %v", e, got, gotOK, want, wantOK)
+			}
+			// Appending to the data must not write into the event.
+			was := string(e)
+			_ = append(got, '!')
+			if string(e) != was {
+				t.Fatalf("appending to EventData(%q) wrote into it", was)
+			}
+		}
+		if n == 0 {
+			return
+		}
+		for _, p := range pieces {
+			ev = append(ev, p...)
+			each(n - 1)
+			ev = ev[:len(ev)-len(p)]
+		}
+	}
+	each(6)
+}
