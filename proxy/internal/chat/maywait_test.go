@@ -21,6 +21,8 @@ func TestMayWait(t *testing.T) {
 		{`data: {"choices":[{"delta":{},"my_finish_reason":"stop","finish_reason":null}]}` + "\n\n", false},
 		{`data: {"choices":[{"delta":{},"finish_reason":`, true},
 		{"data: [DONE]\n\n", true},
+		{"data:[DONE]\n\n", true},
+		{`data: {"choices":[{"index":0,"delta":{"content":"[DONE]"},"finish_reason":null}]}` + "\n\n", false},
 		{`data: {"choices":[]}` + "\n\n", false},
 	} {
 		if got := mayWait([]byte(tc.ev)); got != tc.want {

@@ -100,7 +100,8 @@ func (r *stream) fail(ae *wire.Error, cause error) {
 // finish_reason (calls are settled and may be re-asked) or the end of the
 // stream. It errs on the side of yes; a wrong yes only costs a write.
 func mayWait(ev []byte) bool {
-	if bytes.Contains(ev, []byte("[DONE]")) {
+	// An event whose data is an object does not end the stream.
+	if !bytes.HasPrefix(ev, []byte("data: {")) && bytes.Contains(ev, []byte("[DONE]")) {
 		return true
 	}
 	for rest := ev; ; {
