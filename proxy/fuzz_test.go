@@ -90,12 +90,27 @@ func seedRecordings(f *testing.F, add func(string)) {
 	}
 }
 
+// FuzzSSESplitter: a Splitter fed any bytes, in pieces of any size, returns
+// the events and keeps the bytes that splitAll finds, which reassemble to
+// the input; each event's data and name are those eventDataPlain reads.
 func FuzzSSESplitter(f *testing.F) {
 	seedRecordings(f, func(s string) { f.Add([]byte(s), uint8(7)) })
 	f.Add([]byte("data: a\r\n\r\ndata: b\n\n: c\n\n"), uint8(1))
+	for _, s := range []string{
+		"data: a\r\n\r\ndata: b\r\rdata: c\n\r\n: d\r",
+		"event: x\ndata: {}\n\ndata: y\rdata: z\r\r\n\n",
+		"event: a\rdata: b\r\revent:c\r\ndata\r\n\r\n",
+		strings.Repeat("x\r", 40) + "\n" + strings.Repeat("a", 300) + "\r\n\n",
+	} {
+		f.Add([]byte(s), uint8(0))
+		f.Add([]byte(s), uint8(6))
+		f.Add([]byte(s), uint8(255))
+	}
+	f.Add([]byte("data: aaaaaaaa\n\ndata: b\r\rdata: c\n\n"), uint8(255))
 	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
+		want, rest := splitAll(in)
 		var s wire.Splitter
-		var got []byte
+		var got [][]byte
 		n := int(step) + 1
 		for i := 0; i < len(in); i += n {
 			s.Feed(in[i:min(i+n, len(in))])
@@ -104,15 +119,83 @@ func FuzzSSESplitter(f *testing.F) {
 				if !ok {
 					break
 				}
-				wire.EventData(ev)
-				got = append(got, ev...)
+				got = append(got, bytes.Clone(ev))
 			}
 		}
-		got = append(got, s.Rest()...)
-		if !bytes.Equal(got, in) {
+		if !bytes.Equal(append(bytes.Join(got, nil), s.Rest()...), in) {
 			t.Fatalf("events do not reassemble to the input")
 		}
+		if len(got) != len(want) || !bytes.Equal(s.Rest(), rest) {
+			t.Fatalf("%q in pieces of %d: %q, %q left; want %q, %q left", in, n, got, s.Rest(), want, rest)
+		}
+		for i, ev := range got {
+			if !bytes.Equal(ev, want[i]) {
+				t.Fatalf("%q in pieces of %d: event %d %q, want %q", in, n, i, ev, want[i])
+			}
+			d, ok := wire.EventData(ev)
+			name, named := wire.EventName(ev)
+			wd, wok, wname, wnamed := eventDataPlain(ev)
+			if string(d) != string(wd) || ok != wok || string(name) != string(wname) || named != wnamed {
+				t.Fatalf("%q: data %q, %v, name %q, %v; want %q, %v, %q, %v", ev, d, ok, name, named, wd, wok, wname, wnamed)
+			}
+		}
 	})
+}
+
+// splitAll is what a Splitter fed in, whole or in any pieces, returns
+// before End: the events (each up to and with the blank line that ends
+// it, lines ending in LF, CRLF or CR) and the bytes left; read with
+// bytes.IndexAny, the plain reading the Splitter's searches must agree
+// with. A CR at the very end may be half of a CRLF: no line ends there.
+func splitAll(in []byte) (evs [][]byte, rest []byte) {
+	start, lineStart, i := 0, 0, 0
+	for {
+		j := bytes.IndexAny(in[i:], "\r\n")
+		if j < 0 {
+			break
+		}
+		end := i + j
+		after := end + 1
+		if in[end] == '\r' {
+			if after == len(in) {
+				break
+			}
+			if in[after] == '\n' {
+				after++
+			}
+		}
+		if end == lineStart {
+			evs = append(evs, in[start:after])
+			start = after
+		}
+		lineStart, i = after, after
+	}
+	return evs, in[start:]
+}
+
+// eventDataPlain is EventData read with bytes.IndexAny, line by line: the
+// plain reading the searches of EventData and EventName must agree with.
+func eventDataPlain(ev []byte) (data []byte, ok bool, name []byte, named bool) {
+	var vals [][]byte
+	for len(ev) > 0 {
+		line := ev
+		ev = nil
+		if i := bytes.IndexAny(line, "\r\n"); i >= 0 {
+			n := 1
+			if line[i] == '\r' && i+1 < len(line) && line[i+1] == '\n' {
+				n = 2
+			}
+			line, ev = line[:i], line[i+n:]
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			vals = append(vals, bytes.TrimPrefix(v, []byte(" ")))
+		} else if string(line) == "data" {
+			vals = append(vals, nil)
+		} else if v, ok := bytes.CutPrefix(line, []byte("event:")); ok && !named {
+			name, named = bytes.TrimPrefix(v, []byte(" ")), true
+		}
+	}
+	return bytes.Join(vals, []byte("\n")), len(vals) > 0, name, named
 }
 
 // chunkedReader returns its input in pieces of the given size.

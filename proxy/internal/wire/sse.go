@@ -17,7 +17,10 @@ type Splitter struct {
 	off       int
 	scanned   int // bytes of buf already searched for a line end
 	lineStart int // where the line being scanned starts
-	eof       bool
+	// crFree is where buf may hold a CR: none is in buf[scanned:crFree]
+	// (see lineEnd).
+	crFree int
+	eof    bool
 }
 
 // keptBuffer is the largest buffer a Splitter reuses: one grown by a large
@@ -50,7 +53,7 @@ func (s *Splitter) Buffered() int { return len(s.buf) }
 // call to Feed.
 func (s *Splitter) Next() ([]byte, bool) {
 	for {
-		i := lineEnd(s.buf[s.scanned:])
+		i := s.lineEnd()
 		if i < 0 {
 			s.scanned = len(s.buf)
 			return nil, false
@@ -74,9 +77,34 @@ func (s *Splitter) Next() ([]byte, bool) {
 			ev := s.buf[:after:after]
 			s.buf, s.off = s.buf[after:], s.off+after
 			s.scanned, s.lineStart = 0, 0
+			s.crFree = max(s.crFree-after, 0)
 			return ev, true
 		}
 	}
+}
+
+// lineEnd is lineEnd(s.buf[s.scanned:]) with the next CR remembered: the
+// bytes searched for a CR and found to hold none are not searched again,
+// and the LF is looked for only before the next CR. Each byte is searched
+// once for a CR, and for an LF once for each line it is in or before:
+// one search a line where lineEnd's windows take two each, and none for
+// a CR in a stream that has none after the first of a network read.
+func (s *Splitter) lineEnd() int {
+	cr := -1
+	if from := max(s.scanned, s.crFree); from < len(s.buf) {
+		if j := bytes.IndexByte(s.buf[from:], '\r'); j >= 0 {
+			cr = from + j
+		}
+	}
+	if cr < 0 {
+		s.crFree = len(s.buf)
+		return bytes.IndexByte(s.buf[s.scanned:], '\n')
+	}
+	s.crFree = cr
+	if i := bytes.IndexByte(s.buf[s.scanned:cr], '\n'); i >= 0 {
+		return i
+	}
+	return cr - s.scanned
 }
 
 // lineEnd is bytes.IndexAny(b, "\r\n"), the first CR or LF in b or -1, with
@@ -131,8 +159,9 @@ func EventData(ev []byte) ([]byte, bool) {
 func eventData(ev []byte) ([]byte, bool) {
 	var data []byte
 	lines := 0
+	noCR := bytes.IndexByte(ev, '\r') < 0
 	for len(ev) > 0 {
-		i := lineEnd(ev)
+		i := eventLineEnd(ev, noCR)
 		var line []byte
 		if i < 0 {
 			line, ev = ev, nil
@@ -164,11 +193,21 @@ func eventData(ev []byte) ([]byte, bool) {
 	return data, lines > 0
 }
 
+// eventLineEnd is lineEnd(b) for the rest of an event; noCR says the
+// event holds no CR, so that its next line end is its next LF.
+func eventLineEnd(b []byte, noCR bool) int {
+	if noCR {
+		return bytes.IndexByte(b, '\n')
+	}
+	return lineEnd(b)
+}
+
 // EventName returns the name an event's event: line gives it, if any: a
 // slice of ev.
 func EventName(ev []byte) ([]byte, bool) {
+	noCR := bytes.IndexByte(ev, '\r') < 0
 	for len(ev) > 0 {
-		i := lineEnd(ev)
+		i := eventLineEnd(ev, noCR)
 		line := ev
 		if i >= 0 {
 			line, ev = ev[:i], ev[i+1:]
