@@ -74,6 +74,11 @@ type stream struct {
 	// events reads each event strictly; one that repeats the last read in
 	// full with other text is not tokenised again.
 	events *wire.EventReader
+	// handled is the event being handled (handledEv), read with its
+	// members, while it is the last of the message's held events
+	// (textEvent): flushText reads it so, not again from its bytes.
+	handled   *wire.Value
+	handledEv []byte
 }
 
 // heldCall is a function_call item of the stream and its events.

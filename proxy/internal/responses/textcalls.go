@@ -79,7 +79,9 @@ func (r *stream) textEvent(ev []byte, e wire.Value) {
 	hc := r.msg.hc
 	n := len(hc.events)
 	hc.events = append(hc.events, ev)
+	r.handled, r.handledEv = &e, ev
 	r.readTextEvent(ev, e)
+	r.handled, r.handledEv = nil, nil
 	if len(hc.events) == n+1 {
 		hc.events[n] = bytes.Clone(ev)
 	}
@@ -160,8 +162,13 @@ func (r *stream) flushText(m *textMsg) {
 	}
 	for _, ev := range hc.events {
 		r.total -= int64(len(ev))
-		data, _ := wire.EventData(ev)
-		e := wire.Value{Result: wire.Parse(data)} // held: no members recorded
+		var e wire.Value
+		if r.handled != nil && len(ev) > 0 && len(ev) == len(r.handledEv) && &ev[0] == &r.handledEv[0] {
+			e = *r.handled // the event being handled: its members recorded
+		} else {
+			data, _ := wire.EventData(ev)
+			e = wire.Value{Result: wire.Parse(data)} // held: no members recorded
+		}
 		if e.Get("type").Str == "response.output_item.done" {
 			r.final[hc.index] = strings.Clone(e.Get("item").Raw)
 		}
