@@ -77,7 +77,7 @@ type stream struct {
 	// handled is the event being handled (handledEv), read with its
 	// members, while it is the last of the message's held events
 	// (textEvent): flushText reads it so, not again from its bytes.
-	handled   *wire.Value
+	handled   wire.Value
 	handledEv []byte
 }
 

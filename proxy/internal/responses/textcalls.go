@@ -79,9 +79,9 @@ func (r *stream) textEvent(ev []byte, e wire.Value) {
 	hc := r.msg.hc
 	n := len(hc.events)
 	hc.events = append(hc.events, ev)
-	r.handled, r.handledEv = &e, ev
+	r.handled, r.handledEv = e, ev
 	r.readTextEvent(ev, e)
-	r.handled, r.handledEv = nil, nil
+	r.handled, r.handledEv = wire.Value{}, nil
 	if len(hc.events) == n+1 {
 		hc.events[n] = bytes.Clone(ev)
 	}
@@ -163,8 +163,8 @@ func (r *stream) flushText(m *textMsg) {
 	for _, ev := range hc.events {
 		r.total -= int64(len(ev))
 		var e wire.Value
-		if r.handled != nil && len(ev) > 0 && len(ev) == len(r.handledEv) && &ev[0] == &r.handledEv[0] {
-			e = *r.handled // the event being handled: its members recorded
+		if len(ev) > 0 && len(ev) == len(r.handledEv) && &ev[0] == &r.handledEv[0] {
+			e = r.handled // the event being handled: its members recorded
 		} else {
 			data, _ := wire.EventData(ev)
 			e = wire.Value{Result: wire.Parse(data)} // held: no members recorded
