@@ -74,11 +74,13 @@ type stream struct {
 	// events reads each event strictly; one that repeats the last read in
 	// full with other text is not tokenised again.
 	events *wire.EventReader
-	// handled is the event being handled (handledEv), read with its
-	// members, while it is the last of the message's held events
-	// (textEvent): flushText reads it so, not again from its bytes.
-	handled   wire.Value
-	handledEv []byte
+	// handled is the event being handled (handledEv, of the type
+	// handledType), read with its members, while it is the last of the
+	// message's held events (textEvent): flushText reads it so, not again
+	// from its bytes.
+	handled     wire.Value
+	handledEv   []byte
+	handledType string
 }
 
 // heldCall is a function_call item of the stream and its events.
@@ -224,7 +226,7 @@ func (r *stream) handle(ev []byte) {
 			r.addMessage(ev, e)
 			return
 		}
-		if e.Get("item.type").Str == "message" && r.readsText() && r.addTextMessage(ev, e) {
+		if e.Get("item.type").Str == "message" && r.readsText() && r.addTextMessage(ev, e, typ) {
 			return
 		}
 	}
@@ -250,7 +252,7 @@ func (r *stream) handle(ev []byte) {
 		return
 	}
 	if m := r.msg; m != nil && !m.passing && m.hc.index == idx {
-		r.textEvent(ev, e)
+		r.textEvent(ev, e, typ)
 		return
 	}
 	if r.output != nil && (strings.HasPrefix(typ, "response.output_text.") || strings.HasPrefix(typ, "response.content_part.")) {

@@ -49,7 +49,7 @@ func (r *stream) readsText() bool {
 // addTextMessage starts reading a message item for calls; a second
 // message ends the reading (which message the calls would be in is a
 // guess).
-func (r *stream) addTextMessage(ev []byte, e wire.Value) bool {
+func (r *stream) addTextMessage(ev []byte, e wire.Value, typ string) bool {
 	if r.msg != nil {
 		r.stopText()
 		return false
@@ -59,7 +59,7 @@ func (r *stream) addTextMessage(ev []byte, e wire.Value) bool {
 		return false // the usual checks refuse it
 	}
 	r.msg = &textMsg{hc: &heldCall{index: idx, id: strings.Clone(e.Get("item.id").Str)}}
-	r.textEvent(ev, e)
+	r.textEvent(ev, e, typ)
 	return true
 }
 
@@ -72,22 +72,22 @@ func (r *stream) stopText() {
 	}
 }
 
-// textEvent handles an event of the message read for calls. Most go out at
-// once (flushText), as they came: only an event still held after it is
-// copied out of the stream's buffer.
-func (r *stream) textEvent(ev []byte, e wire.Value) {
+// textEvent handles an event of the message read for calls, of the type
+// typ. Most go out at once (flushText), as they came: only an event still
+// held after it is copied out of the stream's buffer.
+func (r *stream) textEvent(ev []byte, e wire.Value, typ string) {
 	hc := r.msg.hc
 	n := len(hc.events)
 	hc.events = append(hc.events, ev)
-	r.handled, r.handledEv = e, ev
-	r.readTextEvent(ev, e)
-	r.handled, r.handledEv = wire.Value{}, nil
+	r.handled, r.handledEv, r.handledType = e, ev, typ
+	r.readTextEvent(ev, e, typ)
+	r.handled, r.handledEv, r.handledType = wire.Value{}, nil, ""
 	if len(hc.events) == n+1 {
 		hc.events[n] = bytes.Clone(ev)
 	}
 }
 
-func (r *stream) readTextEvent(ev []byte, e wire.Value) {
+func (r *stream) readTextEvent(ev []byte, e wire.Value, typ string) {
 	m := r.msg
 	r.total += int64(len(ev))
 	if r.total > r.maxBytes {
@@ -95,7 +95,6 @@ func (r *stream) readTextEvent(ev []byte, e wire.Value) {
 			Msg: "the stream's text held is larger than TOOLGUARD_MAX_RESPONSE_BYTES"})
 		return
 	}
-	typ := e.Get("type").Str
 	if strings.HasPrefix(typ, "response.refusal.") || strings.HasPrefix(typ, "response.content_part.") && e.Get("part.type").Str != "output_text" {
 		r.stopText()
 		return
@@ -163,13 +162,15 @@ func (r *stream) flushText(m *textMsg) {
 	for _, ev := range hc.events {
 		r.total -= int64(len(ev))
 		var e wire.Value
+		var typ string
 		if len(ev) > 0 && len(ev) == len(r.handledEv) && &ev[0] == &r.handledEv[0] {
-			e = r.handled // the event being handled: its members recorded
+			e, typ = r.handled, r.handledType // the event being handled: its members recorded
 		} else {
 			data, _ := wire.EventData(ev)
 			e = wire.Value{Result: wire.Parse(data)} // held: no members recorded
+			typ = e.Get("type").Str
 		}
-		if e.Get("type").Str == "response.output_item.done" {
+		if typ == "response.output_item.done" {
 			r.final[hc.index] = strings.Clone(e.Get("item").Raw)
 		}
 		r.emit(ev, e, hc.index)
