@@ -330,30 +330,35 @@ func (r *stream) pass(b *heldBlock, ev []byte, e wire.Value) {
 	wire.WriteData(r.out, data)
 }
 
+// The members of a content_block_delta's delta that are read, in one pass.
+var deltaFields = [...]string{"type", "text", "partial_json", "thinking", "signature"}
+
 func (r *stream) delta(ev []byte, e wire.Value) {
 	b := r.blockAt(e)
 	if b == nil {
 		return
 	}
-	d := e.Get("delta")
-	switch dt := d.Get("type").Str; {
-	case b.typ == "tool_use" && dt == "input_json_delta" && d.Get("partial_json").Type == gjson.String:
-		b.input.WriteString(d.Get("partial_json").Str)
+	var f [len(deltaFields)]gjson.Result
+	wire.Fields(e.Get("delta"), deltaFields[:], f[:])
+	typ, text, partial, thinking, signature := f[0], f[1], f[2], f[3], f[4]
+	switch dt := typ.Str; {
+	case b.typ == "tool_use" && dt == "input_json_delta" && partial.Type == gjson.String:
+		b.input.WriteString(partial.Str)
 		b.deltas = true
 		r.hold(b, ev)
 		return
 	case b.typ == "tool_use":
-		r.fail(invalidEvent("a " + wire.Clip(d.Get("type").Raw, 64) + " delta of a tool_use block"))
+		r.fail(invalidEvent("a " + wire.Clip(typ.Raw, 64) + " delta of a tool_use block"))
 		return
 	case dt == "text_delta":
-		b.text.WriteString(d.Get("text").Str)
+		b.text.WriteString(text.Str)
 		if b.typ == "text" && r.textHold(b) || r.Done {
 			return
 		}
 	case dt == "thinking_delta":
-		b.text.WriteString(d.Get("thinking").Str)
+		b.text.WriteString(thinking.Str)
 	case dt == "signature_delta":
-		b.signature.WriteString(d.Get("signature").Str)
+		b.signature.WriteString(signature.Str)
 	}
 	r.openText(b)
 	r.pass(b, ev, e)
