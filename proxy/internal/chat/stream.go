@@ -194,7 +194,9 @@ func (r *stream) handle(ev []byte) {
 		var text gjson.Result // the delta's content
 		var call callDelta    // the delta's one call, when it has one
 		nCalls := 0
-		planned := r.plan.kind != planNone && r.events.Repeated() && nChoices == 1
+		// (A plan is kept only while each event repeats the one before: see
+		// the reset after the event's reading.)
+		planned := r.plan.kind != planNone && nChoices == 1
 		if planned {
 			index, text, call = r.plan.read(r.event, r.events)
 		} else {
