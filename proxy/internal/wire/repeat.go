@@ -249,8 +249,9 @@ func (tp *template) repeat(data []byte, m *Members, shift []int) ([]int, bool) {
 	for _, v := range tp.vary {
 		// Most values are as they were: the bytes up to the end of the
 		// value, the same, hold the same token (the byte after a number,
-		// compared next, is t's, which ended it).
-		if bytes.HasPrefix(data[q:], t[pos:v.End]) {
+		// compared next, is t's, which ended it; a number that goes on,
+		// 20 become 2000, is another value, read below).
+		if bytes.HasPrefix(data[q:], t[pos:v.End]) && !numberGoesOn(t[v.Start], data, q+v.End-pos) {
 			q += v.End - pos
 			shift = append(shift, q-v.End)
 			pos = v.End
@@ -283,6 +284,19 @@ func (tp *template) repeat(data []byte, m *Members, shift []int) ([]int, bool) {
 	}
 	m.itemsOK = tp.itemsOK
 	return shift, true
+}
+
+// numberGoesOn reports whether a value that starts with first, a number's
+// first byte, goes on at data[i]: a byte that may continue a number.
+func numberGoesOn(first byte, data []byte, i int) bool {
+	if first == '"' || i >= len(data) {
+		return false
+	}
+	switch c := data[i]; {
+	case '0' <= c && c <= '9', c == '.', c == 'e', c == 'E', c == '+', c == '-':
+		return true
+	}
+	return false
 }
 
 // move is where span s of a template, after the values of its vary that at
