@@ -23,7 +23,11 @@
 //     credentials, bounded); any other is read in full. An EventReader
 //     says when an event repeated the one read before it, and where each
 //     of the values that may differ is, so that what a format found in the
-//     one before need not be looked for again.
+//     one before need not be looked for again. A reply that became a
+//     template carries a plan a format made of it (Members.SetPlan), in
+//     Places of the template: a reply that repeats the template finds
+//     them where they are in it (Members.Span), and its values are read
+//     again there.
 //   - A Stream starts no goroutine: its work is done inside Read, and an
 //     event that may wait on the network is held until the output before
 //     it has gone out.

@@ -38,6 +38,10 @@ type Members struct {
 	scalars *[]Span
 	// rec is the room for the recording in scalars, reused.
 	rec []Span
+
+	// rep is the template the body repeated or became, when read through
+	// Repeats (see Place).
+	rep repeat
 }
 
 // recording returns m's room for a strict reading's record of its
@@ -216,6 +220,10 @@ func (m *Members) reset(body []byte) {
 	m.overflow = false
 	m.skipped = 0
 	m.known, m.value, m.skip, m.scalars = nil, nil, skipRead{items: -1}, nil
+	m.rep.tp = nil
+	if cap(m.rep.shift) > maxTemplateValues {
+		m.rep.shift = nil
+	}
 }
 
 // input is what the strict reading reads: the body, or the body without
@@ -414,4 +422,49 @@ func Fields(obj gjson.Result, names []string, out []gjson.Result) {
 		}
 		return left > 0
 	})
+}
+
+// Place returns where s, a span of the body read into m, is in the
+// template that body became (read in full through Repeats, and kept), for
+// the bodies that repeat the template: Span finds it in each. False when
+// the body became no template, or s begins or ends inside one of its
+// strings or numbers that may change.
+//
+// A body that repeats a template is its bytes with only such values
+// changed, each for one of its kind (see EventReader): what a reading of
+// the template found in its structure is in the body, at the Place's Span.
+// A value at a Place, or inside one, must be read again.
+func (m *Members) Place(s Span) (Place, bool) { return m.rep.place(s) }
+
+// Span returns where p, a Place of the template the body read into m
+// repeated or became, is in the body; false for another template's.
+func (m *Members) Span(p Place) (Span, bool) { return m.rep.spanOf(p) }
+
+// Plan returns what SetPlan attached to the template the body read into m
+// repeated or became; nil for none.
+func (m *Members) Plan() any {
+	if m.rep.tp == nil {
+		return nil
+	}
+	if p := m.rep.tp.plan.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// SetPlan attaches p to the template the body read into m became (see
+// Place), for the bodies that repeat it: what a format learnt of the
+// template's structure, in Places. It does nothing when the body became no
+// template. A template is shared by the requests that read it: the first
+// plan attached stays.
+func (m *Members) SetPlan(p any) {
+	if m.rep.tp != nil && m.rep.full {
+		m.rep.tp.plan.CompareAndSwap(nil, &p)
+	}
+}
+
+// CanPlan reports whether SetPlan would attach a plan: the body read into m
+// became a template, which has none yet.
+func (m *Members) CanPlan() bool {
+	return m.rep.tp != nil && m.rep.full && m.rep.tp.plan.Load() == nil
 }

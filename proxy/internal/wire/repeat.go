@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -51,18 +52,15 @@ type EventReader struct {
 	// cur is the template the next event is compared with: tp, the last
 	// event read in full (remade in place), or one kept in starts that
 	// the last event repeated or became; nil for none.
-	cur   *template
-	tp    template
-	shift []int // cur.repeat's
+	cur *template
+	tp  template
 
 	starts Repeats // the client's stream starts (the zero Repeats: none)
 	n      int     // the events read, up to startEvents
 
-	// last is the template the last event repeated (with shift) or became
-	// (lastFull: read in full, no shift); nil for neither. repeated: it
-	// repeated the template the event before it repeated or became.
-	last     *template
-	lastFull bool
+	// last is the template the last event repeated or became; repeated:
+	// it repeated the template the event before it repeated or became.
+	last     repeat
 	repeated bool
 }
 
@@ -85,6 +83,9 @@ type template struct {
 	// at says, for each span of top and then of spans, after how many
 	// values of vary it starts and ends: by how much it moves.
 	at []spanAt
+	// plan is what a format attached to the template, once (see
+	// Members.SetPlan); nil for nothing.
+	plan atomic.Pointer[any]
 }
 
 type spanAt struct{ start, end int }
@@ -112,27 +113,27 @@ func (e *EventReader) Read(data []byte, m *Members) error {
 		e.n++
 		var err error
 		e.cur, err = r.read(data, e.s, m, nil, nil)
-		e.last = nil
+		e.last.tp = nil
 		return err
 	}
 	// An event too large to be a template is not compared with one:
 	// comparing it could cost as much as reading it.
 	if e.cur != nil && len(data) <= maxTemplateBytes && e.cur.items == m.items {
 		var ok bool
-		if e.shift, ok = e.cur.repeat(data, m, e.shift[:0]); ok {
-			e.repeated = e.last == e.cur
-			e.last, e.lastFull = e.cur, false
+		if e.last.shift, ok = e.cur.repeat(data, m, e.last.shift[:0]); ok {
+			e.repeated = e.last.tp == e.cur
+			e.last.tp, e.last.full = e.cur, false
 			return nil
 		}
 	}
-	e.cur, e.last = nil, nil
+	e.cur, e.last.tp = nil, nil
 	rec := m.recording()
 	if err := strictMembers(data, e.s, m, nil, nil, nil, rec); err != nil {
 		return err
 	}
 	if e.tp.set(e.s, data, m, *rec) {
 		e.cur = &e.tp
-		e.last, e.lastFull = e.cur, true
+		e.last.tp, e.last.full = e.cur, true
 	}
 	return nil
 }
@@ -150,32 +151,87 @@ func (e *EventReader) Repeated() bool { return e.repeated }
 // was not read against a template, or was one of a stream's first events,
 // or s is not such a value). An event that Repeated the last has its value
 // of that number at Value(i).
-func (e *EventReader) ValueAt(s Span) (int, bool) {
-	if e.last == nil {
+func (e *EventReader) ValueAt(s Span) (int, bool) { return e.last.valueAt(s) }
+
+// Value returns where value i of those ValueAt counts is in the event last
+// Read.
+func (e *EventReader) Value(i int) Span { return e.last.value(i) }
+
+// A repeat is what a reading keeps of the template its body repeated or
+// became, to say where the template's parts are in the body.
+type repeat struct {
+	tp *template // nil: neither
+	// full: the body became tp, its bytes are tp's. Otherwise shift is,
+	// per value of tp.vary, by how much the body is longer than tp after
+	// it (tp.repeat's).
+	full  bool
+	shift []int
+}
+
+func (r *repeat) valueAt(s Span) (int, bool) {
+	if r.tp == nil {
 		return 0, false
 	}
-	n := len(e.last.vary)
-	i := sort.Search(n, func(i int) bool { return e.Value(i).Start >= s.Start })
-	if i == n || e.Value(i) != s {
+	n := len(r.tp.vary)
+	i := sort.Search(n, func(i int) bool { return r.value(i).Start >= s.Start })
+	if i == n || r.value(i) != s {
 		return 0, false
 	}
 	return i, true
 }
 
-// Value returns where value i of those ValueAt counts is in the event last
-// Read.
-func (e *EventReader) Value(i int) Span {
-	v := e.last.vary[i]
-	if e.lastFull {
+func (r *repeat) value(i int) Span {
+	v := r.tp.vary[i]
+	if r.full {
 		return v
 	}
 	// What follows value i has moved by shift[i] (see template.repeat); its
 	// start, by what the values before it moved it.
 	if i > 0 {
-		v.Start += e.shift[i-1]
+		v.Start += r.shift[i-1]
 	}
-	v.End += e.shift[i]
+	v.End += r.shift[i]
 	return v
+}
+
+// A Place is where a part of a template is (a value, an object, an array,
+// bytes between them), to be found in the bodies that repeat it: see
+// Members.Place.
+type Place struct {
+	tp   *template
+	span Span
+	at   spanAt
+}
+
+// place is the Place of s in the body that became the template; false when
+// the body did not become one, or s begins or ends inside one of its
+// values that may change.
+func (r *repeat) place(s Span) (Place, bool) {
+	tp := r.tp
+	if tp == nil || !r.full || s.Start < 0 || s.Start > s.End || s.End > len(tp.t) {
+		return Place{}, false
+	}
+	start := tp.after(0, s.Start)
+	if start < len(tp.vary) && tp.vary[start].Start < s.Start {
+		return Place{}, false
+	}
+	end := tp.after(start, s.End)
+	if end < len(tp.vary) && tp.vary[end].Start < s.End {
+		return Place{}, false
+	}
+	return Place{tp: tp, span: s, at: spanAt{start, end}}, true
+}
+
+// spanOf is where p, a Place of the template the body repeated or became,
+// is in the body; false when p is another template's.
+func (r *repeat) spanOf(p Place) (Span, bool) {
+	if p.tp == nil || p.tp != r.tp {
+		return Span{}, false
+	}
+	if r.full {
+		return p.span, true
+	}
+	return move(p.span, p.at, r.shift), true
 }
 
 // shapeOf identifies a Shape, for a template read under it.
@@ -190,6 +246,7 @@ func (tp *template) set(s Shape, data []byte, m *Members, vary []Span) bool {
 		return false
 	}
 	tp.shape = shapeOf(s)
+	tp.plan.Store(nil)
 	tp.t = append(slices.Grow(tp.t[:0], len(data)), data...)
 	tp.vary = append(slices.Grow(tp.vary[:0], len(vary)), vary...)
 	// The names are slices of data (or unescaped copies): copied, in one
@@ -456,7 +513,11 @@ func (r Repeats) read(body []byte, s Shape, m *Members, known KnownPrefix, value
 	if err != nil || !whole {
 		return nil, err
 	}
-	return r.made(s, body, m, *rec), nil
+	tp := r.made(s, body, m, *rec)
+	if tp != nil {
+		m.rep = repeat{tp: tp, full: true, shift: m.rep.shift}
+	}
+	return tp, nil
 }
 
 // repeated returns the scope's template that body repeats, with body's
@@ -471,11 +532,13 @@ func (r Repeats) repeated(body []byte, s Shape, m *Members) *template {
 		if tp == nil || tp.shape != shape || tp.items != m.items {
 			continue
 		}
-		var room [maxTemplateValues]int
-		if _, ok := tp.repeat(body, m, room[:0]); ok {
+		shift, ok := tp.repeat(body, m, m.rep.shift[:0])
+		m.rep.shift = shift
+		if ok {
 			if i == 1 {
 				c.served(r.scope, tp)
 			}
+			m.rep.tp, m.rep.full = tp, false
 			return tp
 		}
 	}

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // eventShape is a chat chunk's, as the chat format reads it.
@@ -84,11 +87,11 @@ func readBoth(t testing.TB, prev, ev []byte) (repeated bool) {
 // r cannot say (none, when the event has no such value, is not nil).
 func valuesOf(t testing.TB, r *EventReader) []Span {
 	t.Helper()
-	if r.last == nil {
+	if r.last.tp == nil {
 		return nil
 	}
 	vals := []Span{} // none, but known
-	for i := range r.last.vary {
+	for i := range r.last.tp.vary {
 		v := r.Value(i)
 		if j, ok := r.ValueAt(v); !ok || j != i {
 			t.Fatalf("ValueAt(%v) = %d, %v; want %d", v, j, ok, i)
@@ -431,9 +434,86 @@ func FuzzTemplates(f *testing.F) {
 			}
 			if err == nil {
 				sameMembers(t, m, want)
+				samePlaces(t, m)
 			}
 		}
 	})
+}
+
+// samePlaces checks the Places of a body read through Repeats into m. A
+// body that became a template is given a plan of the Place of each of its
+// values (at every depth, by its path), and no Place begins or ends inside
+// one of its values that may change; in a body that repeats a template
+// with a plan, each Place's Span is where the value of its path is.
+func samePlaces(t testing.TB, m *Members) {
+	t.Helper()
+	body := m.Body()
+	spans := pathSpans(body)
+	if m.CanPlan() {
+		places := map[string]Place{}
+		for path, s := range spans {
+			p, ok := m.Place(s)
+			if !ok {
+				t.Fatalf("%q: no Place for %s at %v", body, path, s)
+			}
+			places[path] = p
+		}
+		for _, v := range m.rep.tp.vary {
+			if v.End-v.Start < 2 {
+				continue
+			}
+			for _, s := range []Span{{v.Start + 1, v.End}, {v.Start, v.End - 1}} {
+				if _, ok := m.Place(s); ok {
+					t.Fatalf("%q: a Place at %v, inside the value at %v", body, s, v)
+				}
+			}
+		}
+		m.SetPlan(places)
+		if m.CanPlan() {
+			t.Fatalf("%q: a plan attached, and another may be", body)
+		}
+	}
+	places, ok := m.Plan().(map[string]Place)
+	if !ok {
+		return
+	}
+	if len(places) != len(spans) {
+		t.Fatalf("%q: %d values, the plan's template %d", body, len(spans), len(places))
+	}
+	for path, p := range places {
+		s, ok := m.Span(p)
+		if !ok || s != spans[path] {
+			t.Fatalf("%q: %s at %v (%v), want %v", body, path, s, ok, spans[path])
+		}
+	}
+}
+
+// pathSpans is where each value of body is, at every depth, by its path.
+func pathSpans(body []byte) map[string]Span {
+	out := map[string]Span{}
+	var walk func(path string, v gjson.Result)
+	walk = func(path string, v gjson.Result) {
+		if s, ok := SpanOf(body, v); ok {
+			out[path] = s
+		}
+		if !v.IsObject() && !v.IsArray() {
+			return
+		}
+		i := 0
+		v.ForEach(func(k, c gjson.Result) bool {
+			p := path + "/" + strconv.Itoa(i)
+			if k.Exists() {
+				p = path + "/" + strconv.Quote(k.Str)
+			}
+			walk(p, c)
+			i++
+			return true
+		})
+	}
+	top := gjson.ParseBytes(body)
+	top.Index = 0
+	walk("", top)
+	return out
 }
 
 // BenchmarkEventReader reads events with an EventReader and with
