@@ -140,7 +140,7 @@ func (q *Request) Answer(t *ladder.Turn, reply []byte) (ladder.Answer, error) {
 		if ok {
 			sent = append(sent, s)
 		}
-	} else if _, err := sentOf(message[0], message[1], func(s ladder.Sent, _, _ gjson.Result) bool { sent = append(sent, s); return true }); err != nil {
+	} else if _, err := sentOf(message[0], message[1], func(s ladder.Sent, _, _, _, _ gjson.Result) bool { sent = append(sent, s); return true }); err != nil {
 		return ladder.Answer{}, fmt.Errorf("the upstream's reply is malformed: %w", err)
 	}
 	w.history, w.pending = w.pending, nil

@@ -88,10 +88,16 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 	if !choices.IsArray() {
 		return nil, nil
 	}
+	if p, ok := m.Plan().(*replyPlan); ok {
+		if out, err, ok := q.plannedTurns(ctx, x, body, m, p); ok {
+			return out, err
+		}
+	}
 	var out []*ladder.Turn
 	var err error
 	var choice [2]gjson.Result  // message, finish_reason
 	var message [3]gjson.Result // tool_calls, function_call, content
+	var plan *replyPlan
 	eachChoice(m, choices, func(k int, v gjson.Result) bool {
 		wire.Fields(v, choiceFields, choice[:])
 		msg, cutOff := choice[0], choice[1].String() == "length"
@@ -99,17 +105,15 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 		content := message[2]
 		var calls []*ladder.Call
 		var mended []ladder.Mended
-		legacy, perr := sentOf(message[0], message[1], func(s ladder.Sent, name, args gjson.Result) bool {
+		plan = newPlan(m, k, choice[1], content)
+		legacy, perr := sentOf(message[0], message[1], func(s ladder.Sent, c, id, name, args gjson.Result) bool {
 			if ctx != nil && ctx.Err() != nil {
 				// The client left: no more work for it.
 				err = ctx.Err()
 				return false
 			}
-			c := x.Check(s, 0, true, cutOff)
-			calls = append(calls, c)
-			if m, ok := ladder.MendedAt(c, body, name, args); ok {
-				mended = append(mended, m)
-			}
+			calls, mended = check(x, body, s, name, args, cutOff, calls, mended)
+			plan = plan.addCall(m, body, c, id, name, args)
 			return true
 		})
 		output, converted, rest := false, false, ""
@@ -148,26 +152,43 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 			err = fmt.Errorf("choice %d: its position in the body is unknown", k)
 			return false
 		}
-		x.Calls = append(x.Calls, calls...)
-		t := &turn{
-			raw:         v.Raw,
-			start:       at.Start,
-			end:         at.End,
-			legacy:      legacy,
-			output:      output,
-			converted:   converted,
-			rest:        rest,
-			lastContent: rawOrNull(content),
-			mended:      mended,
+		if legacy || output || converted {
+			plan = nil
 		}
+		t := newTurn(k, v.Raw, at, calls, mended, rawOrNull(content))
+		t.legacy, t.output, t.converted, t.rest = legacy, output, converted, rest
 		if converted {
 			t.lastContent = contentOrNull(rest)
 		}
-		t.Turn = ladder.Turn{Index: k, Calls: calls, Last: calls, Wire: t}
+		x.Calls = append(x.Calls, calls...)
 		out = append(out, &t.Turn)
 		return true
 	})
+	if err == nil && len(out) == 1 && plan != nil && len(plan.calls) == len(out[0].Calls) {
+		m.SetPlan(plan)
+	}
 	return out, err
+}
+
+// check checks the call s as read from body, its name and arguments the
+// members read, appending it to calls, and to mended when the ladder
+// mended it.
+func check(x *ladder.Exchange, body []byte, s ladder.Sent, name, args gjson.Result, cutOff bool,
+	calls []*ladder.Call, mended []ladder.Mended) ([]*ladder.Call, []ladder.Mended) {
+	c := x.Check(s, 0, true, cutOff)
+	calls = append(calls, c)
+	if m, ok := ladder.MendedAt(c, body, name, args); ok {
+		mended = append(mended, m)
+	}
+	return calls, mended
+}
+
+// newTurn is the turn of choice k, raw at at in the body, with its calls
+// as checked and the message's content.
+func newTurn(k int, raw string, at wire.Span, calls []*ladder.Call, mended []ladder.Mended, content string) *turn {
+	t := &turn{raw: raw, start: at.Start, end: at.End, lastContent: content, mended: mended}
+	t.Turn = ladder.Turn{Index: k, Calls: calls, Last: calls, Wire: t}
+	return t
 }
 
 // content reads a message's content as the call that stands for it under a
@@ -199,8 +220,9 @@ func (q *Request) content(msg gjson.Result) (ladder.Sent, bool, error) {
 // a function_call that openai-node exposes next to tool_calls), which
 // would then reach it unchecked.
 //
-// add is also handed the call's name and arguments members, as read.
-func sentOf(tcs, fc gjson.Result, add func(s ladder.Sent, name, args gjson.Result) bool) (bool, error) {
+// add is also handed the call object, and its id, name and arguments
+// members, as read.
+func sentOf(tcs, fc gjson.Result, add func(s ladder.Sent, call, id, name, args gjson.Result) bool) (bool, error) {
 	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
 		return false, errors.New("message.tool_calls is not an array")
 	}
@@ -232,9 +254,9 @@ func sentOf(tcs, fc gjson.Result, add func(s ladder.Sent, name, args gjson.Resul
 	return false, nil
 }
 
-// sentCall reads a tool_calls entry, or a legacy function_call object,
-// with its name and arguments members as read.
-func sentCall(raw gjson.Result, legacy bool) (ladder.Sent, gjson.Result, gjson.Result) {
+// sentCall reads a tool_calls entry, or a legacy function_call object:
+// the call, the object, and its id, name and arguments members as read.
+func sentCall(raw gjson.Result, legacy bool) (ladder.Sent, gjson.Result, gjson.Result, gjson.Result, gjson.Result) {
 	var id, name, args gjson.Result
 	if legacy {
 		var f [3]gjson.Result
@@ -246,11 +268,17 @@ func sentCall(raw gjson.Result, legacy bool) (ladder.Sent, gjson.Result, gjson.R
 		wire.Fields(c[1], functionFields, f[:])
 		id, name, args = c[0], f[0], f[1]
 	}
+	return sentFrom(raw, id, name, args), raw, id, name, args
+}
+
+// sentFrom is the call of the object raw with its id, name and arguments
+// members as read.
+func sentFrom(raw, id, name, args gjson.Result) ladder.Sent {
 	s := ladder.Sent{ID: id.String(), Name: name.String(), Raw: raw.Raw}
 	if args.Exists() {
 		s.Args = args.Raw
 	}
-	return s, name, args
+	return s
 }
 
 // The members a reply's choices, messages and calls are read for, each
