@@ -33,9 +33,17 @@ type ToolPolicy struct {
 // spaces and newlines around entries and settings are ignored.
 type ToolPolicies map[string]ToolPolicy
 
-// toolName is what OpenAI accepts as a function name, plus dots and colons
-// minus the colon (it separates the name from its settings).
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,128}$`)
+// toolNameText is what OpenAI accepts as a function name, plus dots and
+// colons minus the colon (it separates the name from its settings); its
+// length, at most maxToolName, is checked apart (toolName): a counted
+// repetition compiles to a program of each of its steps.
+var toolNameText = regexp.MustCompile(`^[A-Za-z0-9_.\-]+$`)
+
+// maxToolName is the longest name OpenAI accepts for a function.
+const maxToolName = 128
+
+// toolName reports whether name is a tool name a policy may hold.
+func toolName(name string) bool { return len(name) <= maxToolName && toolNameText.MatchString(name) }
 
 // policyKeys lists the settings an entry may hold, for error messages.
 const policyKeys = "mode, max_reasks, on_failure, schema_repair, force_tool_choice, text_calls, fallback, fallback_model"
@@ -66,7 +74,7 @@ func parseToolPolicy(entry string, seen ToolPolicies) (ToolPolicy, string, error
 	if !ok {
 		return tp, name, fmt.Errorf("no colon after the tool name")
 	}
-	if !toolName.MatchString(name) {
+	if !toolName(name) {
 		return tp, name, fmt.Errorf("%q is not a tool name (letters, digits, _ . -)", name)
 	}
 	if _, dup := seen[name]; dup {
@@ -176,7 +184,7 @@ func (p ToolPolicies) problems() []string {
 	var out []string
 	for name, tp := range p {
 		switch {
-		case !toolName.MatchString(name):
+		case !toolName(name):
 			out = append(out, fmt.Sprintf("%q is not a tool name", name))
 		case tp.Mode != "" && !tp.Mode.Valid():
 			out = append(out, fmt.Sprintf("%s: mode %q is not one of repair, reask, validate, off", name, tp.Mode))

@@ -24,6 +24,7 @@ func TestToolPoliciesParse(t *testing.T) {
 		{"spaces-newlines-trailing-semicolon", " click : mode = reask ;\n  web.search-v2:max_reasks=0 ;\n",
 			policy.ToolPolicies{"click": {Mode: policy.ModeReask}, "web.search-v2": {MaxReasks: ptr(0)}}},
 		{"empty", "", policy.ToolPolicies{}},
+		{"longest-name", strings.Repeat("a", 128) + ":mode=off", policy.ToolPolicies{strings.Repeat("a", 128): {Mode: policy.ModeOff}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,6 +66,8 @@ func TestMalformedToolPoliciesStopLoad(t *testing.T) {
 		{"not-key-value", "click:mode", `setting "mode" is not key=value`},
 		{"empty-settings", "click:", `setting "" is not key=value`},
 		{"bad-name", "my tool:mode=off", `"my tool" is not a tool name`},
+		{"long-name", strings.Repeat("a", 129) + ":mode=off", `"` + strings.Repeat("a", 129) + `" is not a tool name`},
+		{"empty-name", ":mode=off", `"" is not a tool name`},
 		{"duplicate-tool", "click:mode=off;click:mode=repair", `tool "click" has a policy already`},
 		{"duplicate-key", "click:mode=off,mode=repair", `mode is set twice`},
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"unicode/utf8"
 
 	"github.com/kaptinlin/jsonrepair"
 	"github.com/toolguard/toolguard/validate"
@@ -41,10 +42,22 @@ var (
 	// when the output was cut off.
 	fence = regexp.MustCompile("(?s)```[\\w+-]*[ \\t]*\\r?\\n?(.*?)(?:```|$)")
 
-	// bareToken is unquoted text that can only be one string value: no
-	// space, no JSON punctuation (myCoolButton, https://x.test/a?b=c).
-	bareToken = regexp.MustCompile(`^[^\s{}\[\]"',]{1,200}$`)
+	// bareText is unquoted text that can only be one string value: no
+	// space, no JSON punctuation (myCoolButton, https://x.test/a?b=c). Its
+	// length is bounded apart (bareToken): a counted repetition compiles
+	// to a program of each of its steps, 119 KB held for the process's life.
+	bareText = regexp.MustCompile(`^[^\s{}\[\]"',]+$`)
 )
+
+// maxBareToken is how many characters an unquoted value may have.
+const maxBareToken = 200
+
+// bareToken reports whether t is one unquoted string value (bareText) of
+// at most maxBareToken characters. A character is at most 4 bytes: longer
+// text is not counted.
+func bareToken(t []byte) bool {
+	return len(t) <= utf8.UTFMax*maxBareToken && utf8.RuneCount(t) <= maxBareToken && bareText.Match(t)
+}
 
 // mend is the syntax step: it peels what surrounds the JSON and repairs
 // the JSON itself, one layer per pass, and returns the decoded value (not
@@ -121,7 +134,7 @@ func peel(t []byte, c *cut) ([]byte, Edit, error) {
 			// Prose before the object ("Here are the arguments: {...").
 			return t[i:], Edit{Kind: KindStripProse, Before: clip(t), After: clip(t[i:])}, nil
 		}
-		if !bareToken.Match(t) {
+		if !bareToken(t) {
 			return nil, Edit{}, errors.New("arguments are not JSON")
 		}
 		if !pythonLiteral(t) {

@@ -169,7 +169,7 @@ func variants(t testing.TB, c corpusCall, closed *validate.Cache) []variant {
 	if target, ok := wrapTarget(c.doc); ok && len(c.args) == 1 && c.args[target] != nil {
 		v := c.args[target]
 		addText("bare-value", string(mustEncode(t, v)))
-		if s, ok := v.(string); ok && bareToken.MatchString(s) && !json.Valid([]byte(s)) && !literal([]byte(s)) {
+		if s, ok := v.(string); ok && bareToken([]byte(s)) && !json.Valid([]byte(s)) && !literal([]byte(s)) {
 			addText("bare-unquoted", s)
 		}
 	}
