@@ -117,11 +117,17 @@ func NewHistoryCache() *HistoryCache {
 type HistoryUse struct {
 	c     *HistoryCache
 	scope uint64
-	// n is the length of the prefix Known found, 0 for none; sum and check
-	// are the hashes of the scope and of that prefix under each seed.
-	n          int
-	sum, check maphash.Hash
+	// n is the length of the prefix Known found, 0 for none; h holds the
+	// hashes of the scope and of that prefix under each seed (nil until
+	// Known hashes a prefix: most requests have none to hash, and the two
+	// hashes are 300 bytes).
+	n int
+	h *prefixHashes
 }
+
+// prefixHashes are the hashes of a scope and a prefix under the key's seed
+// and under the check's.
+type prefixHashes struct{ sum, check maphash.Hash }
 
 // Use returns a request's use of the cache for scope (see Scope); nil for
 // a nil cache.
@@ -166,14 +172,16 @@ func (t *HistoryUse) Known(body []byte, at int) int {
 			continue
 		}
 		p := body[at : at+k.n]
-		c.start(&t.sum, c.seed, t.scope)
-		if t.sum.Write(p); t.sum.Sum64() != k.sum {
+		h := new(prefixHashes)
+		c.start(&h.sum, c.seed, t.scope)
+		if h.sum.Write(p); h.sum.Sum64() != k.sum {
 			return 0
 		}
-		c.start(&t.check, c.check, t.scope)
-		if t.check.Write(p); t.check.Sum64() != k.check {
+		c.start(&h.check, c.check, t.scope)
+		if h.check.Write(p); h.check.Sum64() != k.check {
 			return 0
 		}
+		t.h = h
 		t.n = k.n
 		return k.n
 	}
@@ -189,9 +197,11 @@ func (t *HistoryUse) learn(p []byte, sum uint64) {
 		return
 	}
 	c, scope := t.c, t.scope
-	h := t.check
+	var h maphash.Hash
 	if t.n == 0 {
 		c.start(&h, c.check, scope)
+	} else {
+		h = t.h.check
 	}
 	h.Write(p[t.n:])
 	k := knownPrefix{n: len(p), sum: sum, check: h.Sum64(), ends: c.ends(p)}
@@ -307,7 +317,7 @@ func MendHistory(mb *wire.Members, t *HistoryUse, each func(m *HistoryMender, it
 	var h maphash.Hash
 	from := items.Index
 	if n := mb.Known(); n > 0 {
-		h = t.sum
+		h = t.h.sum // Known found the prefix: n is t.n
 		from += n
 	} else {
 		c.start(&h, c.seed, t.scope)
