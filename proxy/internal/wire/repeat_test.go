@@ -662,8 +662,9 @@ func TestTemplatesTwoShapes(t *testing.T) {
 }
 
 // TestTemplatesConcurrently reads replies of two shapes in turn, from many
-// goroutines sharing scopes, each as StrictMembers reads it (run it with
-// -race: a template is shared while it is read).
+// goroutines sharing scopes, each as StrictMembers reads it, and each
+// template's plan, attached by the request that made it, where the others
+// read it (run it with -race: a template is shared while it is read).
 func TestTemplatesConcurrently(t *testing.T) {
 	bodies := [][]byte{
 		[]byte(chunk(`"Hi"`, `"UC"`)),
@@ -691,6 +692,8 @@ func TestTemplatesConcurrently(t *testing.T) {
 					return
 				}
 				sameMembers(t, m, want)
+				// Plans attached by one request, read by the others.
+				samePlaces(t, m)
 			}
 		}()
 	}
