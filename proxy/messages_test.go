@@ -289,6 +289,36 @@ func TestMessagesValidIsByteIdentical(t *testing.T) {
 	if string(body) != want || header(resp, "X-Toolguard-Outcome") != "valid" {
 		t.Errorf("the body changed (outcome %q):\n got %s\nwant %s", header(resp, "X-Toolguard-Outcome"), body, want)
 	}
+	// Its usage, after the content, is counted: the input tokens with the
+	// cache's.
+	got := series(scrape(t, srv), "toolguard_tokens_total")
+	if got["toolguard_tokens_total{attempt=first,type=prompt}"] != 7 || got["toolguard_tokens_total{attempt=first,type=completion}"] != 7 {
+		t.Errorf("tokens counted: %v", got)
+	}
+}
+
+// TestMessagesStreamWholeInput: a tool_use block whose input comes whole in
+// its content_block_start, with no delta, is checked as that input, under
+// its name and id.
+func TestMessagesStreamWholeInput(t *testing.T) {
+	whole := strings.Replace(thinkingStream(), `"name":"click","input":{}`, `"name":"click","input":{"selector":"#a"}`, 1)
+	for _, tc := range []struct {
+		stream, outcome string
+	}{
+		{whole, "valid"},
+		{strings.Replace(whole, `"input":{"selector":"#a"}`, `"input":{"Selector":"#a"}`, 1), "repaired"},
+	} {
+		up := newUpstream(t, reply{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: tc.stream})
+		srv, _ := guard(t, up, nil)
+		_, body := post(t, srv, "/v1/messages", messagesRequest(`,"stream":true`))
+		if !strings.Contains(string(body), ": toolguard outcome="+tc.outcome+" ") {
+			t.Fatalf("want outcome %s:\n%s", tc.outcome, body)
+		}
+		readMessagesStream(t, body) // one stream a client reads whole
+		if !strings.Contains(string(body), `"id":"toolu_1","name":"click"`) {
+			t.Errorf("the call's id and name are not the model's:\n%s", body)
+		}
+	}
 }
 
 // TestMessagesMendedCallsAreWrittenInPlace: a mended tool_use goes back in

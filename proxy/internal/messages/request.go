@@ -192,6 +192,9 @@ type Request struct {
 	Body  []byte
 	tools *ladder.Tools
 	model string
+	// reply is where the members of the reply ReadReply read last are,
+	// for Usage and Turns, which read the same body next.
+	reply wire.Kept
 }
 
 // NewRequest reads the custom tools of a request (checked by Read); it

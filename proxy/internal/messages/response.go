@@ -43,17 +43,27 @@ func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
 // ReadReply checks that a reply reads the same to toolguard as to a client.
 // The error is a *wire.Error for the client. r reads a reply that repeats the
 // client's last with other values without tokenising it again.
+//
+// Where it finds the reply's members is kept for Usage and Turns, which
+// read the same body next: the usage comes after the content, which gjson
+// would read past to find it.
 func (q *Request) ReadReply(body []byte, r wire.Repeats) error {
-	if err := r.Read(body, replyShape, nil); err != nil {
+	if err := q.reply.Read(body, replyShape, "", r); err != nil {
 		return wire.MalformedReply(err)
 	}
 	return nil
 }
 
+// read returns body as gjson reads it, with the members ReadReply found if
+// it read this very slice.
+func (q *Request) read(body []byte) wire.Value {
+	return wire.Value{Result: wire.Parse(body), M: q.reply.Of(body)}
+}
+
 // Usage returns the input and output tokens a reply reports: a message, or
 // a stream's event that carries one.
 func (q *Request) Usage(body []byte) (in, out int64, ok bool) {
-	b := wire.Parse(body)
+	b := q.read(body)
 	u := b.Get("usage")
 	if !u.Exists() {
 		u = b.Get("message.usage")
@@ -70,14 +80,20 @@ func (q *Request) Usage(body []byte) (in, out int64, ok bool) {
 // three kinds of input tokens, then the output tokens.
 var usageFields = []string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}
 
-// cutOff reports whether a reply stopped at the model's output limit.
-func cutOff(resp gjson.Result) bool { return resp.Get("stop_reason").Str == "max_tokens" }
+// cutOff reports whether a reply (a gjson.Result or a wire.Value) stopped
+// at the model's output limit.
+func cutOff(resp interface{ Get(string) gjson.Result }) bool {
+	return resp.Get("stop_reason").Str == "max_tokens"
+}
 
 // Turns checks the tool_use blocks of a reply (read by ReadReply) and
 // records them in x: one turn for the whole content, or none. Text that
 // writes calls while tools are declared is read as calls.
 func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([]*ladder.Turn, error) {
-	resp := wire.Parse(body)
+	resp := q.read(body)
+	if resp.M != nil {
+		defer q.reply.Done(resp.M) // Turns is the last to read them
+	}
 	content := resp.Get("content")
 	sent, err := sentOf(content)
 	if err != nil {
@@ -149,33 +165,48 @@ func sentOf(content gjson.Result) ([]ladder.Sent, error) {
 	}
 	var sent []ladder.Sent
 	var err error
+	var f [4]gjson.Result // type, id, name, input
 	content.ForEach(func(i, b gjson.Result) bool {
 		if !b.IsObject() {
 			err = fmt.Errorf("content[%d] is not an object", i.Int())
 			return false
 		}
-		if b.Get("type").Str != "tool_use" {
+		wire.Fields(b, callBlockFields, f[:])
+		if f[0].Str != "tool_use" {
 			return true
 		}
-		name, id := b.Get("name"), b.Get("id")
+		id, name := f[1], f[2]
 		if name.Type != gjson.String || (id.Exists() && id.Type != gjson.String) {
 			err = fmt.Errorf("content[%d]: the name or id of a tool_use block is not a string", i.Int())
 			return false
 		}
-		sent = append(sent, sentBlock(b))
+		sent = append(sent, sentOfBlock(b, id, name, f[3]))
 		return true
 	})
 	return sent, err
 }
 
-// sentBlock is a tool_use block as the ladder reads a call. Its input is a
-// JSON value, not a string holding one: the ladder is handed its text as
-// the string it would be on the other formats, so that an object needs no
-// edit. An input sent as a string (some servers encode it) is the model's
-// arguments text, and writing it back as an object is an edit.
+// callBlockFields are the members of a content block that sentOf and
+// sentBlock read, in one pass (wire.Fields): type, id, name, input.
+var callBlockFields = []string{"type", "id", "name", "input"}
+
+// sentBlock is a tool_use block as the ladder reads a call (see
+// sentOfBlock).
 func sentBlock(b gjson.Result) ladder.Sent {
-	s := ladder.Sent{ID: b.Get("id").Str, Name: b.Get("name").Str, Raw: b.Raw}
-	switch in := b.Get("input"); {
+	var f [4]gjson.Result
+	wire.Fields(b, callBlockFields, f[:])
+	return sentOfBlock(b, f[1], f[2], f[3])
+}
+
+// sentOfBlock is the tool_use block b, with its id, name and input members
+// as read, as the ladder reads a call. Its input is a JSON value, not a
+// string holding one: the ladder is handed its text as the string it would
+// be on the other formats, so that an object needs no edit. An input sent
+// as a string (some servers encode it) is the model's arguments text, and
+// writing it back as an object is an edit.
+func sentOfBlock(b, id, name, in gjson.Result) ladder.Sent {
+	s := ladder.Sent{ID: id.Str, Name: name.Str, Raw: b.Raw}
+	switch {
 	case !in.Exists() || in.Type == gjson.Null:
 	case in.Type == gjson.String:
 		s.Args = in.Raw
