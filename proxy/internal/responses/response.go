@@ -264,25 +264,31 @@ func sentOf(output gjson.Result, add func(s ladder.Sent, name, args gjson.Result
 // sentItem reads a function_call item, with its name member (none when
 // the item has a namespace) and its arguments member as read.
 func sentItem(item gjson.Result) (s ladder.Sent, name, args gjson.Result, err error) {
-	name, ns := item.Get("name"), item.Get("namespace")
+	var f [4]gjson.Result
+	wire.Fields(item, itemFields, f[:])
+	name, ns := f[0], f[1]
 	if name.Exists() && name.Type != gjson.String {
 		return ladder.Sent{}, name, args, errors.New("the name of a function_call is not a string")
 	}
 	if ns.Exists() && ns.Type != gjson.Null && ns.Type != gjson.String {
 		return ladder.Sent{}, name, args, errors.New("the namespace of a function_call is not a string")
 	}
-	s = ladder.Sent{ID: item.Get("call_id").String(), Name: name.Str, Raw: item.Raw}
+	s = ladder.Sent{ID: f[2].String(), Name: name.Str, Raw: item.Raw}
 	if ns.Str != "" {
 		s.Name = ns.Str + "." + name.Str
 	}
 	if ns.Exists() {
 		name = gjson.Result{}
 	}
-	if args = item.Get("arguments"); args.Exists() {
+	if args = f[3]; args.Exists() {
 		s.Args = args.Raw
 	}
 	return s, name, args, nil
 }
+
+// itemFields are the members of a function_call item that sentItem reads,
+// in one pass (wire.Fields): name, namespace, call_id, arguments.
+var itemFields = []string{"name", "namespace", "call_id", "arguments"}
 
 // item returns the function_call item to send to the client: as the model
 // sent it, or with its mended arguments (as a string) and name.
