@@ -165,37 +165,39 @@ func sentOf(content gjson.Result) ([]ladder.Sent, error) {
 	}
 	var sent []ladder.Sent
 	var err error
-	var f [4]gjson.Result // type, id, name, input
+	var f [3]gjson.Result // id, name, input
 	content.ForEach(func(i, b gjson.Result) bool {
 		if !b.IsObject() {
 			err = fmt.Errorf("content[%d] is not an object", i.Int())
 			return false
 		}
-		wire.Fields(b, callBlockFields, f[:])
-		if f[0].Str != "tool_use" {
+		// The type first, alone: it leads a block, and a text block
+		// need not be read to its end for members it does not have.
+		if b.Get("type").Str != "tool_use" {
 			return true
 		}
-		id, name := f[1], f[2]
+		wire.Fields(b, callBlockFields, f[:])
+		id, name := f[0], f[1]
 		if name.Type != gjson.String || (id.Exists() && id.Type != gjson.String) {
 			err = fmt.Errorf("content[%d]: the name or id of a tool_use block is not a string", i.Int())
 			return false
 		}
-		sent = append(sent, sentOfBlock(b, id, name, f[3]))
+		sent = append(sent, sentOfBlock(b, id, name, f[2]))
 		return true
 	})
 	return sent, err
 }
 
-// callBlockFields are the members of a content block that sentOf and
-// sentBlock read, in one pass (wire.Fields): type, id, name, input.
-var callBlockFields = []string{"type", "id", "name", "input"}
+// callBlockFields are the members of a tool_use block that sentOf and
+// sentBlock read, in one pass (wire.Fields): id, name, input.
+var callBlockFields = []string{"id", "name", "input"}
 
 // sentBlock is a tool_use block as the ladder reads a call (see
 // sentOfBlock).
 func sentBlock(b gjson.Result) ladder.Sent {
-	var f [4]gjson.Result
+	var f [3]gjson.Result
 	wire.Fields(b, callBlockFields, f[:])
-	return sentOfBlock(b, f[1], f[2], f[3])
+	return sentOfBlock(b, f[0], f[1], f[2])
 }
 
 // sentOfBlock is the tool_use block b, with its id, name and input members
