@@ -3,6 +3,7 @@ package proxy
 import (
 	"io"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -85,7 +86,7 @@ func appendAccessLine(b []byte, t time.Time, level slog.Level, msg string, attrs
 			if f != 0 && !(1e-6 <= f && f < 1e21) && !(-1e21 < f && f <= -1e-6) {
 				return b, false
 			}
-			b = strconv.AppendFloat(b, f, 'f', -1, 64)
+			b = appendFloat(b, f)
 		case slog.KindAny:
 			ss, isStrings := v.Any().([]string)
 			if !isStrings {
@@ -115,9 +116,44 @@ func appendAccessLine(b []byte, t time.Time, level slog.Level, msg string, attrs
 	return append(b, "}\n"...), true
 }
 
+// appendFloat appends f as strconv.AppendFloat(b, f, 'f', -1, 64) does:
+// the shortest decimal that reads back as f. The line's floats are
+// durations in milliseconds, whole microseconds over a thousand (millis),
+// written here from their digits. When f is the double nearest k/1000 for a
+// whole k of at most 15 digits, k/1000 is the shortest decimal that reads
+// back as f: a double tells apart every two decimals of 15 significant
+// digits or fewer, so no shorter one reads back as f too.
+func appendFloat(b []byte, f float64) []byte {
+	k := math.Round(f * 1000)
+	if f <= 0 || k >= 1e15 || k/1000 != f {
+		return strconv.AppendFloat(b, f, 'f', -1, 64)
+	}
+	n := int64(k)
+	b = strconv.AppendInt(b, n/1000, 10)
+	frac := n % 1000
+	if frac == 0 {
+		return b
+	}
+	b = append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+	for b[len(b)-1] == '0' {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 // plain reports whether s is written in JSON as it is, by slog and by
 // encoding/json alike: printable ASCII without a quote or a backslash.
+// Every value of every request line is checked, a few hundred bytes: eight
+// at a time (see plainWord), then one at a time.
 func plain(s string) bool {
+	for len(s) >= 8 {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		if !plainWord(w) {
+			return false
+		}
+		s = s[8:]
+	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
 			return false
@@ -125,3 +161,24 @@ func plain(s string) bool {
 	}
 	return true
 }
+
+// Bytes repeated in each of a word's eight.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainWord reports whether none of the eight bytes of w is below 0x20, at
+// or above 0x7f, a quote or a backslash. With no high bit set, below(w, n)
+// is not zero when some byte is below n (see below); a byte equal to c is a
+// zero byte of w^(ones*c), below 1.
+func plainWord(w uint64) bool {
+	return w&highs == 0 &&
+		below(w, 0x20)|below(w^(ones*0x7f), 1)|below(w^(ones*'"'), 1)|below(w^(ones*'\\'), 1) == 0
+}
+
+// below has a high bit set where a byte of w is below n, for n <= 0x80 and
+// w without high bits; it is zero when none is. With no byte below n no
+// byte's subtraction borrows, and a byte of n or more less n keeps its high
+// bit clear; the lowest byte below n borrows, and its high bit is set.
+func below(w, n uint64) uint64 { return (w - ones*n) &^ w & highs }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +180,61 @@ func TestAccessLogWriter(t *testing.T) {
 	direct, logged, _ = lines(true, `/v1/chat/completions/"x"`)
 	if len(direct) != 0 || len(logged) != 1 || logged[0]["path"] != `/v1/chat/completions/"x"` {
 		t.Fatalf("AccessLog got %v, Logger %v", direct, logged)
+	}
+}
+
+// plainBytes is plain, one byte at a time.
+func plainBytes(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPlainAsBytes: plain, reading eight bytes at a time, says what a byte
+// at a time says: every byte value at every place of strings of 1 to 24
+// bytes, among plain ones and next to each kind that is not.
+func TestPlainAsBytes(t *testing.T) {
+	for n := 1; n <= 24; n++ {
+		for _, fill := range []byte{'a', '~', ' ', '!', '#', '[', ']', 0x1f, 0x7f, 0x80, '"', '\\', 0xff} {
+			for i := 0; i < n; i++ {
+				for c := 0; c < 256; c++ {
+					b := bytes.Repeat([]byte{'a'}, n)
+					b[(i+n/2)%n] = fill
+					b[i] = byte(c)
+					if s := string(b); plain(s) != plainBytes(s) {
+						t.Fatalf("plain(%q) = %v", s, plain(s))
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAppendFloatAsStrconv: the line's floats are written as
+// strconv.AppendFloat(b, f, 'f', -1, 64) writes them: every whole number of
+// microseconds up to 2 s and around each power of ten up to 15 digits, in
+// milliseconds as millis makes them, and floats that are no such number.
+func TestAppendFloatAsStrconv(t *testing.T) {
+	check := func(f float64) {
+		t.Helper()
+		if got, want := string(appendFloat(nil, f)), strconv.FormatFloat(f, 'f', -1, 64); got != want {
+			t.Fatalf("appendFloat(%v) = %s, want %s", f, got, want)
+		}
+	}
+	for us := int64(0); us <= 2_000_000; us++ {
+		check(millis(time.Duration(us) * time.Microsecond))
+	}
+	for p := int64(10); p <= 1e16; p *= 10 {
+		for k := p - 2000; k <= p+2000; k++ {
+			check(float64(k) / 1000)
+		}
+	}
+	for _, f := range []float64{1e-6, 0.0004, 0.0005, 0.0015, 1.0 / 3, 2.0 / 3, 0.1 + 0.2, 1e14 + 0.5, 999999999999.9995,
+		999999999999.999, 1e12, 1e15, 1e20, 9.99e20, math.Nextafter(0.734, 1), math.Nextafter(0.734, 0),
+		-0.734, -1, math.Copysign(0, -1), 0, math.SmallestNonzeroFloat64} {
+		check(f)
 	}
 }
