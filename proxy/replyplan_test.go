@@ -13,8 +13,8 @@ import (
 
 // replyOutcome is what toolguard makes of a chat completion read through
 // r, failing by an error and by dropping calls: the refusal of its reading,
-// or the ladder's status, bytes, error and outcome, with each call as it
-// was checked.
+// or the tokens counted, the ladder's status, bytes, error and outcome,
+// with each call as it was checked.
 func replyOutcome(t testing.TB, reply []byte, r wire.Repeats) string {
 	t.Helper()
 	var b strings.Builder
@@ -25,8 +25,9 @@ func replyOutcome(t testing.TB, reply []byte, r wire.Repeats) string {
 		if err := ex.req.ReadReply(reply, r); err != nil {
 			return "refused: " + err.Error()
 		}
+		ex.noteUsage(reply, false)
 		status, out, err := ex.run(reply)
-		fmt.Fprintf(&b, "%s: status %d, error %v, outcome %s\n%s\n", onFailure, status, err, ex.x.Outcome, out)
+		fmt.Fprintf(&b, "%s: tokens %v, status %d, error %v, outcome %s\n%s\n", onFailure, ex.tokens, status, err, ex.x.Outcome, out)
 		for _, c := range ex.x.Calls {
 			fmt.Fprintf(&b, "call %q %q tool %v args %q raw %q as sent %q edits %v errors %v unchecked %v\n",
 				c.ID, c.Name, c.Tool != nil, c.Args, c.RawArgs, c.Raw, c.Edits, c.Errs, c.Unchecked)

@@ -29,6 +29,59 @@ type replyPlan struct {
 	// its bytes are the template's.
 	contentRaw string
 	calls      []plannedCall
+	// usage is where the token counts are, nil when the plan holds none.
+	usage *plannedUsage
+}
+
+// A plannedUsage is where a reply's token counts are: whether its usage is
+// an object, and where its prompt_tokens and completion_tokens are.
+type plannedUsage struct {
+	object             bool
+	prompt, completion plannedValue
+}
+
+// newUsagePlan is where the usage of the reply read into m is; nil when
+// its counts are in a shape a plan does not hold (neither a number nor a
+// string).
+func newUsagePlan(m *wire.Members) *plannedUsage {
+	u := m.Get("usage")
+	if !u.IsObject() {
+		return &plannedUsage{}
+	}
+	var n [2]gjson.Result
+	wire.Fields(u, usageFields, n[:])
+	p := &plannedUsage{object: true}
+	for i, to := range []*plannedValue{&p.prompt, &p.completion} {
+		switch n[i].Type {
+		case gjson.Null:
+			if !n[i].Exists() {
+				continue
+			}
+			return nil
+		case gjson.Number, gjson.String:
+		default:
+			return nil
+		}
+		var ok bool
+		if *to, ok = placeOf(m, n[i]); !ok {
+			return nil
+		}
+	}
+	return p
+}
+
+// read is Usage for a reply that repeats the template p was made from,
+// read into m; read is false when p does not apply.
+func (p *plannedUsage) read(m *wire.Members) (prompt, completion int64, ok, read bool) {
+	if !p.object {
+		return 0, 0, false, true
+	}
+	in, ok1 := p.prompt.read(m)
+	out, ok2 := p.completion.read(m)
+	if !ok1 || !ok2 {
+		return 0, 0, false, false
+	}
+	return in.Int(), out.Int(), true, true
 }
 
 // A plannedCall is where a call object of tool_calls is, and its members.

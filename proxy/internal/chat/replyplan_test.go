@@ -13,9 +13,10 @@ import (
 	"github.com/toolguard/toolguard/validate"
 )
 
-// turnsRead is what Turns finds in reply, read through r as a reply to a
-// request declaring click: each turn's fields and calls, or the error; and
-// whether the reply was read at a plan.
+// turnsRead is what Usage and Turns find in reply, read through r as a
+// reply to a request declaring click: the token counts, each turn's fields
+// and calls, or the error; and whether the reply was read at a plan (its
+// usage too, when the plan holds it).
 func turnsRead(t *testing.T, reply string, r wire.Repeats) (string, bool) {
 	t.Helper()
 	req := `{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"click",` +
@@ -30,13 +31,15 @@ func turnsRead(t *testing.T, reply string, r wire.Repeats) (string, bool) {
 	if err := q.ReadReply(body, r); err != nil {
 		return "refused: " + err.Error(), false
 	}
-	_, planned := q.reply.Of(body).Plan().(*replyPlan)
+	p, planned := q.reply.Of(body).Plan().(*replyPlan)
+	planned = planned && p.usage != nil
+	in, out, ok := q.Usage(body)
 	cfg := policy.Default()
 	x := &ladder.Exchange{Tools: q.tools, Policy: &cfg, Schemas: validate.NewCache(16),
 		Work: validate.NewBudget(ladder.RequestSteps), Log: slog.New(slog.DiscardHandler), Ctx: context.Background()}
 	turns, err := q.Turns(context.Background(), x, body)
 	var b strings.Builder
-	fmt.Fprintf(&b, "error %v, %d calls\n", err, len(x.Calls))
+	fmt.Fprintf(&b, "usage %d %d %v; error %v, %d calls\n", in, out, ok, err, len(x.Calls))
 	for _, tt := range turns {
 		w := turnOf(tt)
 		fmt.Fprintf(&b, "turn %d %q at %d:%d legacy %v output %v converted %v rest %q content %q\n",
@@ -82,6 +85,16 @@ func TestTurnsPlanned(t *testing.T) {
 		{chatReply(`null`, `"tool_calls"`, valid, call(`"call_2"`, `"click"`, `"{\"Selector\": \"#b\"}"`)), true},
 		{twoChoices, false},
 		{strings.Replace(twoChoices, `"content":"Done."`, `"content":"Done.","tool_calls":[]`, 1), false},
+		// Token counts absent, escaped, of another kind, in another shape
+		// (usage read in full: the plan holds counts that are numbers or
+		// strings).
+		{strings.Replace(chatReply(`null`, `"tool_calls"`, valid), `"prompt_tokens":20,`, ``, 1), true},
+		{strings.Replace(chatReply(`null`, `"tool_calls"`, valid), `"completion_tokens"`, `"completion_t\u006fkens"`, 1), true},
+		{strings.Replace(chatReply(`null`, `"tool_calls"`, valid), `"completion_tokens":5`, `"completion_tokens":"5"`, 1), true},
+		{strings.Replace(chatReply(`null`, `"tool_calls"`, valid), `"prompt_tokens":20`, `"prompt_tokens":{"n":20}`, 1), false},
+		{strings.Replace(chatReply(`null`, `"tool_calls"`, valid), `"completion_tokens":5`, `"completion_tokens":5.5e1`, 1), true},
+		{chatReply(`null`, `"tool_calls"`, valid)[:strings.Index(chatReply(`null`, `"tool_calls"`, valid), `,"usage"`)] + `,"usage":null}`, true},
+		{chatReply(`null`, `"tool_calls"`, valid)[:strings.Index(chatReply(`null`, `"tool_calls"`, valid), `,"usage"`)] + `}`, true},
 	}
 	// Each reply after the first: a value replaced, and whether the
 	// reply still repeats the first's template (values of the same kinds
@@ -99,7 +112,8 @@ func TestTurnsPlanned(t *testing.T) {
 		{`"finish_reason":"tool_calls"`, `"finish_reason":"length"`, true}, {`"finish_reason":"tool_calls"`, `"finish_reason":"leng\u0074h"`, true},
 		{`"length"`, `"stop"`, true},
 		{`"Clicking."`, `"Other text, longer than the first."`, true}, {`"Clicking."`, `""`, true}, {`"Clicking."`, `"a\nb"`, true},
-		{`"prompt_tokens":20`, `"prompt_tokens":2000`, true},
+		{`"prompt_tokens":20`, `"prompt_tokens":2000`, true}, {`"completion_tokens":5`, `"completion_tokens":7`, true},
+		{`"completion_tokens":"5"`, `"completion_tokens":"70"`, true}, {`"n":20`, `"n":21`, true}, {`5.5e1`, `-1e3`, true},
 		// Bytes a template holds as they were: read in full.
 		{`"text":"a"`, `"text":"b"`, false}, {`"click"`, `7`, false}, {`"call_1"`, `null`, false},
 	}

@@ -59,6 +59,11 @@ func (q *Request) ReadReply(body []byte, r wire.Repeats) error {
 func (q *Request) Usage(body []byte) (prompt, completion int64, ok bool) {
 	var u gjson.Result
 	if m := q.reply.Of(body); m != nil {
+		if p, ok := m.Plan().(*replyPlan); ok && p.usage != nil {
+			if prompt, completion, ok, read := p.usage.read(m); read {
+				return prompt, completion, ok
+			}
+		}
 		u = m.Get("usage")
 	} else {
 		u = wire.Parse(body).Get("usage")
@@ -165,6 +170,7 @@ func (q *Request) Turns(ctx context.Context, x *ladder.Exchange, body []byte) ([
 		return true
 	})
 	if err == nil && len(out) == 1 && plan != nil && len(plan.calls) == len(out[0].Calls) {
+		plan.usage = newUsagePlan(m)
 		m.SetPlan(plan)
 	}
 	return out, err
