@@ -78,22 +78,18 @@ func credentials(r *http.Request) (authorization, apiKey, xAPIKey string) {
 	return headerGet(r.Header, "Authorization"), headerGet(r.Header, "Api-Key"), headerGet(r.Header, "X-Api-Key")
 }
 
-// historyUse is r's use of the history cache. The cache's verdicts are
-// kept apart by format and credentials, every header a client's key may
-// come in: no client learns what another sent.
-func (h *Handler) historyUse(r *http.Request, f format) *ladder.HistoryUse {
-	a, k, x := credentials(r)
-	return h.history.Use(h.history.Scope(f.name, a, k, x))
-}
-
-// repeats reads r's body, compared with the last requests read in full for
-// the same client and format (see wire.Templates), the replies to r, each
-// compared with the client's last replies, and the first events of its
-// streams, compared with the client's last streams' (see wire.EventReader).
-func (h *Handler) repeats(r *http.Request, f format) (requests, replies, starts wire.Repeats) {
+// clientCaches are r's uses of the caches kept apart by format and
+// credentials, every header a client's key may come in, so that no client
+// learns what another sent: the history cache's verdicts (see
+// ladder.HistoryCache); r's body compared with the last requests read in
+// full for the same client and format (see wire.Templates), the replies to
+// r with the client's last replies, and the first events of its streams
+// with the client's last streams' (see wire.EventReader). One seeded hash
+// of the format and the credentials keys them all.
+func (h *Handler) clientCaches(r *http.Request, f format) (history *ladder.HistoryUse, requests, replies, starts wire.Repeats) {
 	a, k, x := credentials(r)
 	scope := h.replies.Scope(f.name, a, k, x)
-	return h.requests.For(scope), h.replies.For(scope), h.starts.For(scope)
+	return h.history.Use(scope), h.requests.For(scope), h.replies.For(scope), h.starts.For(scope)
 }
 
 // inspectRoute is the handler of a route whose replies are inspected in
@@ -113,9 +109,9 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		var req request
 		var replies, starts wire.Repeats
 		if pol.Rules("").Mode != policy.ModeOff {
+			var turn *ladder.HistoryUse
 			var requests wire.Repeats
-			requests, replies, starts = h.repeats(r, f)
-			turn := h.historyUse(r, f)
+			turn, requests, replies, starts = h.clientCaches(r, f)
 			m, release, err := readRequest(r, body, h.cfg.MaxBodyBytes, h.decoded, f, turn.KnownPrefix(), h.decls, requests)
 			defer release()
 			if err != nil {

@@ -77,7 +77,8 @@ func TestAConversationIsReadOnce(t *testing.T) {
 			read := func(auth, body string) (int, error) {
 				r := httptest.NewRequest("POST", "/v1"+c.f.path, nil)
 				r.Header.Set(c.key, auth)
-				m, release, err := readRequest(r, []byte(body), 1<<30, newByteBudget(1<<30), c.f, h.historyUse(r, c.f).KnownPrefix(), h.decls, wire.Repeats{})
+				turn, _, _, _ := h.clientCaches(r, c.f)
+				m, release, err := readRequest(r, []byte(body), 1<<30, newByteBudget(1<<30), c.f, turn.KnownPrefix(), h.decls, wire.Repeats{})
 				defer release()
 				if err != nil {
 					return 0, err
