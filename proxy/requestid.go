@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"log/slog"
 	"math/rand/v2"
@@ -23,10 +24,10 @@ func requestID(r *http.Request) string {
 		return id
 	}
 	var b [8]byte
-	for i := range b {
-		b[i] = byte(rand.Uint32())
-	}
-	return hex.EncodeToString(b[:])
+	binary.LittleEndian.PutUint64(b[:], rand.Uint64())
+	var id [16]byte
+	hex.Encode(id[:], b[:])
+	return string(id[:])
 }
 
 func plainToken(s string) bool {
