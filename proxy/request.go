@@ -125,6 +125,30 @@ func checkRequest(r *http.Request) *apiError {
 // ambiguousPath says why a path could be routed differently by an upstream,
 // or "" when it cannot.
 func ambiguousPath(r *http.Request) string {
+	if r.URL.RawPath == "" && plainPath(r.URL.Path) {
+		// No escape, backslash, control character, empty segment,
+		// parameter or dot: none of pathAmbiguity's cases.
+		return ""
+	}
+	return pathAmbiguity(r)
+}
+
+// plainPath reports whether p holds only letters, digits, '-', '_' and
+// single slashes, as the API's paths do.
+func plainPath(p string) bool {
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+		case c == '/' && (i == 0 || p[i-1] != '/'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// pathAmbiguity is ambiguousPath for any path.
+func pathAmbiguity(r *http.Request) string {
 	raw := strings.ToLower(r.URL.EscapedPath())
 	switch {
 	case strings.Contains(raw, "%2f"):
