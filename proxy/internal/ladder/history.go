@@ -39,7 +39,7 @@ type HistoryMender struct {
 	edits  []repair.Edit
 	fixes  []wire.Splice
 	budget int
-	quota  *repair.Quota // the history's JSON repair work
+	quota  *repair.Quota // the history's JSON repair work; nil until it is drawn on
 	// unsure: a call handed over was mended, or left unexamined by a
 	// bound, so the conversation up to it is not known to need nothing.
 	unsure bool
@@ -47,7 +47,16 @@ type HistoryMender struct {
 
 // NewHistoryMender starts mending one request's history.
 func NewHistoryMender() *HistoryMender {
-	return &HistoryMender{budget: maxHistoryMendBytes, quota: repair.NewQuota()}
+	return &HistoryMender{budget: maxHistoryMendBytes}
+}
+
+// repairs is the history's repair quota, made when a call first needs
+// repair: most histories' calls need none.
+func (m *HistoryMender) repairs() *repair.Quota {
+	if m.quota == nil {
+		m.quota = repair.NewQuota()
+	}
+	return m.quota
 }
 
 // Call mends the arguments args of one call (read from the body being
@@ -70,7 +79,7 @@ func (m *HistoryMender) Call(args, obj gjson.Result) {
 		return
 	}
 	m.budget -= len(raw)
-	mended, e, err := repair.SyntaxWithin([]byte(raw), m.quota)
+	mended, e, err := repair.SyntaxWithin([]byte(raw), m.repairs())
 	if err != nil || len(e) == 0 {
 		m.unsure = m.unsure || err != nil
 		return
@@ -128,7 +137,7 @@ func (m *HistoryMender) Input(in gjson.Result) {
 		return
 	}
 	m.budget -= len(in.Raw)
-	obj, e, err := repair.SyntaxWithin([]byte(in.Raw), m.quota)
+	obj, e, err := repair.SyntaxWithin([]byte(in.Raw), m.repairs())
 	if err != nil {
 		return
 	}
