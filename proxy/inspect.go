@@ -54,6 +54,9 @@ type exchange struct {
 	pol requestPolicy // the rules, narrowed by the request's headers
 	// outreq is the first attempt's outgoing request, which re-asks clone.
 	outreq *http.Request
+	// out is the client's response header, where the outcome's headers
+	// go (see setHeaders); nil for an exchange run outside a request.
+	out http.Header
 	// replies are the bodies of the re-asks' replies, in order.
 	replies [][]byte
 	model   string // the model the request named, for the metrics
@@ -156,6 +159,7 @@ func (h *Handler) inspectRoute(f format) returnHandler {
 		ex := h.newExchange(r.Context(), f, req, pol)
 		ex.received, ex.sent = received, int64(len(body))
 		ex.repeats, ex.starts = replies, starts
+		ex.out = w.Header()
 		info := requestInfoFrom(r.Context())
 		info.inspected = ex
 		err = h.proxy(w, r, body)
@@ -248,7 +252,15 @@ func (ex *exchange) inspect(resp *http.Response) error {
 		headerSet(resp.Header, "X-Should-Retry", "false")
 	}
 	setBody(resp, body)
-	ex.setHeaders(resp.Header)
+	if ex.out != nil {
+		// Straight to the client's header: the reverse proxy would copy
+		// them there from resp's, each name made canonical again. An
+		// upstream's X-Toolguard- headers are gone from resp's (see
+		// sanitize), so nothing of the upstream's joins them.
+		ex.setHeaders(ex.out)
+	} else {
+		ex.setHeaders(resp.Header)
+	}
 	return nil
 }
 

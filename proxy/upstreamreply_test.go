@@ -49,6 +49,11 @@ func TestForgedOutcomeHeadersAreRemoved(t *testing.T) {
 			if got := header(resp, "X-Toolguard-Outcome"); got != tt.wantOutcome {
 				t.Errorf("X-Toolguard-Outcome %q, want %q (body %s)", got, tt.wantOutcome, body)
 			}
+			for _, k := range []string{"X-Toolguard-Outcome", "X-Toolguard-Reasks"} {
+				if vs := resp.Header.Values(k); len(vs) > 1 {
+					t.Errorf("%s sent %d times: %q", k, len(vs), vs)
+				}
+			}
 			if got := header(resp, "X-Toolguard-Custom"); got != "" {
 				t.Errorf("X-Toolguard-Custom %q reached the client", got)
 			}
