@@ -109,12 +109,13 @@ func NewDeclarations() *Declarations {
 // What it returns without error is remembered, with its names copied out
 // of the request, and returned for the same bytes later, unchecked: they
 // were checked then. Their first member, the tools, is offered to the
-// strict reading of the next requests (see KnownValue). With a nil d, or
-// members too large to remember, read is called without tools: they are
-// read when the request is opened (see Lookup).
+// strict reading of the next requests (see KnownValue). With a nil d,
+// members too large to remember, or every member missing (nothing to
+// remember: a request without tools), read is called without tools: they
+// are read when the request is opened (see Lookup).
 func (d *Declarations) Read(format string, members []string, read func(tools bool) (Declared, error)) (Declared, error) {
 	size := membersSize(members)
-	if d == nil || size > MaxDeclarationBytes {
+	if d == nil || size > MaxDeclarationBytes || missing(members) {
 		return read(false)
 	}
 	if e := d.lookup(format, members); e != nil {
@@ -150,7 +151,7 @@ func (d *Declarations) Read(format string, members []string, read func(tools boo
 // Read, read to if it remembers them; ok is false if it does not (the
 // caller reads their tools, which Read checked). A nil d remembers nothing.
 func (d *Declarations) Lookup(format string, members []string) (_ Declared, ok bool) {
-	if d == nil || membersSize(members) > MaxDeclarationBytes {
+	if d == nil || membersSize(members) > MaxDeclarationBytes || missing(members) {
 		return Declared{}, false
 	}
 	if e := d.lookup(format, members); e != nil {
@@ -191,6 +192,16 @@ func (d *Declarations) lookup(format string, members []string) *declEntry {
 		return e
 	}
 	return nil
+}
+
+// missing reports whether every member is missing ("").
+func missing(members []string) bool {
+	for _, m := range members {
+		if m != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // membersSize is what copies of members hold.

@@ -58,6 +58,19 @@ func TestDeclarationsRemember(t *testing.T) {
 		}
 	}
 
+	// A request that declares nothing (every member missing) is checked
+	// each time, without tools, and nothing is remembered of it.
+	entries := d.lru.Len()
+	for i := range 2 {
+		before, checks := r.n, r.checks
+		if _, err := d.Read("chat", []string{"", ""}, r.read()); err != nil || r.n != before+1 || r.checks != checks+1 {
+			t.Errorf("no declarations, time %d: %v, read %d times, %d without tools", i+1, err, r.n-before, r.checks-checks)
+		}
+		if _, ok := d.Lookup("chat", []string{"", ""}); ok || d.lru.Len() != entries {
+			t.Errorf("no declarations, time %d: remembered (%v, %d entries, were %d)", i+1, ok, d.lru.Len(), entries)
+		}
+	}
+
 	// A refusal is not remembered: the same bytes are read, and refused,
 	// again.
 	for i := range 2 {
