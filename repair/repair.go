@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/validate"
 )
@@ -191,6 +192,20 @@ func isEncoded(v any) bool {
 // An object instead of a string is accepted (and recorded) only when
 // mending is allowed.
 func field(raw []byte, mending bool) ([]byte, []Edit, *validate.Error) {
+	if len(raw) > 0 && raw[0] == '"' {
+		// A string, as arguments are sent: checked and unescaped in one
+		// pass, into a buffer of its own. jsontext refuses a string
+		// gjson reads all the same (invalid UTF-8, white space around
+		// it), which the reading below then decides.
+		if text, err := jsontext.AppendUnquote(make([]byte, 0, len(raw)), raw); err == nil {
+			return text, nil, nil
+		}
+	}
+	return fieldRead(raw, mending)
+}
+
+// fieldRead is field read with gjson, for any raw value.
+func fieldRead(raw []byte, mending bool) ([]byte, []Edit, *validate.Error) {
 	if !gjson.ValidBytes(raw) {
 		return nil, nil, &validate.Error{Keyword: "syntax", Message: "function.arguments is not valid JSON"}
 	}
