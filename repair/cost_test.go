@@ -71,6 +71,10 @@ func allocated(f func()) uint64 {
 // Text past the repairer's bound is checked, not repaired; within it, a
 // Quota bounds the request.
 func TestSyntaxCostIsLinear(t *testing.T) {
+	if raceEnabled {
+		// .ci/run runs it without the race detector too.
+		t.Skip("the race detector's sync.Pool drops a quarter of what is put back, at random: allocations vary too much to compare")
+	}
 	for _, k := range costKinds {
 		t.Run(k.name, func(t *testing.T) {
 			var cost [2]uint64
@@ -86,7 +90,7 @@ func TestSyntaxCostIsLinear(t *testing.T) {
 			if ratio > 3 {
 				t.Errorf("twice the text allocated %.2fx the bytes (%d, then %d): not linear", ratio, cost[0], cost[1])
 			}
-			if per := cost[1] / uint64(size[1]); per > 64 && !raceEnabled {
+			if per := cost[1] / uint64(size[1]); per > 64 {
 				t.Errorf("%d bytes allocated per byte of text", per)
 			}
 		})

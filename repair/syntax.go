@@ -276,7 +276,10 @@ func trailingProse(t []byte) ([]byte, bool) {
 // and checks that it kept the kind of value t starts with. The repairer's
 // work is drawn from q (see Quota).
 func repairJSON(t []byte, q *Quota) ([]byte, []byte, error) {
-	quoted, open, err := scan(t)
+	// The strings are kept for the check after a repair, which only a
+	// text within maxRepairBytes reaches (q.take refuses a longer one): a
+	// longer text's would cost a slice of them, grown, for nothing.
+	quoted, open, err := scan(t, len(t) <= maxRepairBytes)
 	if err != nil {
 		return nil, nil, err
 	}

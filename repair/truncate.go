@@ -18,13 +18,13 @@ import (
 // have been 125), a literal (tr), a key with no value, or a colon, which the
 // repairer would complete with a null nobody sent. It also refuses nesting
 // deeper than maxNesting. It returns the double-quoted strings of the text,
-// for the check that the repair kept them.
+// for the check that the repair kept them, when keep is set.
 //
 // It is a scanner, not a parser: it only tracks strings, brackets and
 // whether the innermost object expects a key, which is all it takes to tell
 // where the text ends. open lists the brackets still open at the end, the
 // outermost first ('{' or '['): what the repairer would close.
-func scan(t []byte) (quoted [][]byte, open []byte, err error) {
+func scan(t []byte, keep bool) (quoted [][]byte, open []byte, err error) {
 	type frame struct {
 		object, wantKey bool
 	}
@@ -57,7 +57,7 @@ func scan(t []byte) (quoted [][]byte, open []byte, err error) {
 			if end < 0 {
 				return nil, nil, errors.New("arguments end inside a string: the value may be cut off")
 			}
-			if c == '"' {
+			if c == '"' && keep {
 				quoted = append(quoted, t[i:end])
 			}
 			last, lastKey = str, inKey()
