@@ -55,7 +55,8 @@ type exchange struct {
 	// outreq is the first attempt's outgoing request, which re-asks clone.
 	outreq *http.Request
 	// out is the client's response header, where the outcome's headers
-	// go (see setHeaders); nil for an exchange run outside a request.
+	// go (see setHeaders): set by inspectRoute before the exchange is
+	// parked for the reverse proxy's hooks, the only way inspect is run.
 	out http.Header
 	// replies are the bodies of the re-asks' replies, in order.
 	replies [][]byte
@@ -252,15 +253,11 @@ func (ex *exchange) inspect(resp *http.Response) error {
 		headerSet(resp.Header, "X-Should-Retry", "false")
 	}
 	setBody(resp, body)
-	if ex.out != nil {
-		// Straight to the client's header: the reverse proxy would copy
-		// them there from resp's, each name made canonical again. An
-		// upstream's X-Toolguard- headers are gone from resp's (see
-		// sanitize), so nothing of the upstream's joins them.
-		ex.setHeaders(ex.out)
-	} else {
-		ex.setHeaders(resp.Header)
-	}
+	// Straight to the client's header: the reverse proxy would copy them
+	// there from resp's, each name made canonical again. An upstream's
+	// X-Toolguard- headers are gone from resp's (see sanitize), so nothing
+	// of the upstream's joins them.
+	ex.setHeaders(ex.out)
 	return nil
 }
 
