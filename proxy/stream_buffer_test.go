@@ -16,8 +16,9 @@ import (
 // valid only until Handle returns, so whatever is kept of it (held events, a
 // call's id and item, a block's start, the usage) must be a copy. The same
 // events are handled twice: each from a copy of its own, and each from one
-// buffer overwritten after every Handle. The client's bytes and the calls
-// recorded must be the same.
+// buffer overwritten after every Handle, with an output buffer of its own
+// that is written over after it (wire.Stream pools them). The client's
+// bytes and the calls recorded must be the same.
 func TestEventsKeepNothingOfTheirBuffer(t *testing.T) {
 	const (
 		clickSchema   = `{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}`
@@ -94,8 +95,9 @@ func TestEventsKeepNothingOfTheirBuffer(t *testing.T) {
 }
 
 // handleEvents hands events to a new stream of the format, each in a copy
-// of its own or, with reuse, in one buffer overwritten after every Handle,
-// and returns what the client got, the calls recorded and the outcome.
+// of its own or, with reuse, in one buffer overwritten after every Handle
+// and with an output buffer of its own, and returns what the client got,
+// the calls recorded and the outcome.
 func handleEvents(t *testing.T, f format, req string, events []string, reuse bool) (string, string, ladder.Outcome) {
 	t.Helper()
 	h, q, pol := benchExchange(t, f, req)
@@ -109,8 +111,17 @@ func handleEvents(t *testing.T, f format, req string, events []string, reuse boo
 			buf = append(buf[:0], ev...)
 			in = buf
 		}
-		done, err := s.Handle(in, &out)
+		o := &out
 		if reuse {
+			o = new(bytes.Buffer)
+		}
+		done, err := s.Handle(in, o)
+		if reuse {
+			// The output buffer goes back to a pool too, once the client
+			// has it: nothing may be written to it after Handle returns.
+			out.Write(o.Bytes())
+			o.Reset()
+			o.WriteString("written to after Handle returned\n\n")
 			for i := range buf {
 				buf[i] = 'x'
 			}

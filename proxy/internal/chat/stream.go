@@ -65,6 +65,7 @@ func (q *Request) NewStream(s ladder.Session, maxBytes int64) wire.Events {
 func (r *stream) Handle(ev []byte, out *bytes.Buffer) (bool, error) {
 	r.out = out
 	r.handle(ev)
+	r.out = nil // out goes back to a pool once the client has it
 	return r.Result()
 }
 

@@ -145,6 +145,7 @@ func invalidEvent(why string) *wire.Error {
 func (r *stream) Handle(ev []byte, out *bytes.Buffer) (bool, error) {
 	r.out = out
 	r.handle(ev)
+	r.out = nil // out goes back to a pool once the client has it
 	return r.Result()
 }
 

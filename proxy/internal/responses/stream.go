@@ -161,6 +161,7 @@ func (r *stream) fail(ae *wire.Error) { r.Failure, r.Done = ae, true }
 func (r *stream) Handle(ev []byte, out *bytes.Buffer) (bool, error) {
 	r.out = out
 	r.handle(ev)
+	r.out = nil // out goes back to a pool once the client has it
 	return r.Result()
 }
 

@@ -1,6 +1,9 @@
 package wire
 
-import "bytes"
+import (
+	"bytes"
+	"sync"
+)
 
 // Splitter cuts a byte stream into Server-Sent Events. A network read can
 // End anywhere (inside a line, inside a UTF-8 character), so bytes are kept
@@ -10,10 +13,15 @@ import "bytes"
 // data it never saw.
 //
 // Its buffer is reused: the events Next returned are overwritten by the next
-// Feed, which moves the bytes not yet returned to the buffer's start.
+// Feed, which moves the bytes not yet returned to the buffer's start. It is
+// taken from a pool at the first Feed and can be given back while it holds
+// nothing (Release), so that a stream waiting on its upstream holds none.
 type Splitter struct {
-	buf       []byte // the bytes not yet returned, from mem[off]
-	mem       []byte // the buffer's start (length 0)
+	buf []byte // the bytes not yet returned, from mem[off]
+	mem []byte // the buffer's start (length 0)
+	// box is the pool's holder of mem, kept to put it back without
+	// allocating one.
+	box       *[]byte
 	off       int
 	scanned   int // bytes of buf already searched for a line end
 	lineStart int // where the line being scanned starts
@@ -27,8 +35,16 @@ type Splitter struct {
 // event is let go once the event is read.
 const keptBuffer = 256 << 10
 
+// splitBuffers are Splitters' buffers (see Release). Without them a
+// stream's, grown to what one network read brings, is garbage when it ends.
+var splitBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
 // Feed appends bytes read from the network.
 func (s *Splitter) Feed(b []byte) {
+	if s.box == nil {
+		s.box = splitBuffers.Get().(*[]byte)
+		s.mem, s.buf, s.off = (*s.box)[:0], (*s.box)[:0], 0
+	}
 	if s.off > 0 {
 		if cap(s.mem) > keptBuffer {
 			s.buf = bytes.Clone(s.buf)
@@ -40,6 +56,21 @@ func (s *Splitter) Feed(b []byte) {
 	}
 	s.buf = append(s.buf, b...)
 	s.mem = s.buf[:0]
+}
+
+// Release gives the buffer back to the pool if no byte is left in it: the
+// events Next returned are then no longer valid. A buffer that a large
+// event grew past pooledBuffer is let go instead.
+func (s *Splitter) Release() {
+	if s.box == nil || len(s.buf) > 0 {
+		return
+	}
+	if cap(s.mem) <= pooledBuffer {
+		*s.box = s.mem[:0]
+		splitBuffers.Put(s.box)
+	}
+	s.box, s.mem, s.buf, s.off = nil, nil, nil, 0
+	s.scanned, s.lineStart, s.crFree = 0, 0, 0
 }
 
 // End says no more bytes will come: a CR at the very end is a line end.

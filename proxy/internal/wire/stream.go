@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"sync"
 )
@@ -48,11 +49,14 @@ type Stream struct {
 	OnFail func(*Error)
 
 	split Splitter
-	out   bytes.Buffer
-	eof   bool   // the upstream body is exhausted
-	held  []byte // an event kept back until the output before it is sent
-	done  bool   // nothing more will be added to out
-	err   error
+	// out is the output not yet copied to the client: pooled (outBuffers),
+	// taken when an event writes and given back once the client has it all,
+	// so a stream waiting on its upstream holds none.
+	out  *bytes.Buffer
+	eof  bool   // the upstream body is exhausted
+	held []byte // an event kept back until the output before it is sent
+	done bool   // nothing more will be added to out
+	err  error
 }
 
 var _ io.ReadCloser = (*Stream)(nil)
@@ -72,12 +76,25 @@ var readBuffers = sync.Pool{New: func() any {
 	return &b
 }}
 
+// outBuffers hold streams' output until the client has it. Without them a
+// stream's output buffer, grown to what one network read brings (a burst of
+// small events, handled together), is garbage when the stream ends.
+var outBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// pooledBuffer is the largest buffer given back to a pool: one grown past
+// it by a large event is let go.
+const pooledBuffer = 64 << 10
+
 func (s *Stream) Read(p []byte) (int, error) {
-	for s.out.Len() == 0 && !s.done {
+	for s.pending() == 0 && !s.done {
 		s.step()
 	}
-	if s.out.Len() > 0 {
-		return s.out.Read(p)
+	if s.pending() > 0 {
+		n, _ := s.out.Read(p)
+		if s.out.Len() == 0 {
+			s.releaseOut()
+		}
+		return n, nil
 	}
 	if s.err != nil {
 		return 0, s.err
@@ -85,8 +102,47 @@ func (s *Stream) Read(p []byte) (int, error) {
 	return 0, io.EOF
 }
 
-// Close closes the upstream's body.
-func (s *Stream) Close() error { return s.up.Close() }
+// Close closes the upstream's body and gives back the stream's buffers;
+// the stream reads nothing more.
+func (s *Stream) Close() error {
+	s.releaseOut()
+	s.split.Release()
+	if !s.done {
+		s.done, s.err = true, errClosed
+	}
+	return s.up.Close()
+}
+
+var errClosed = errors.New("wire: read from a closed stream")
+
+// pending is the number of output bytes the client has not yet read.
+func (s *Stream) pending() int {
+	if s.out == nil {
+		return 0
+	}
+	return s.out.Len()
+}
+
+// output is where an event's handling writes, taken from the pool when the
+// stream holds none.
+func (s *Stream) output() *bytes.Buffer {
+	if s.out == nil {
+		s.out = outBuffers.Get().(*bytes.Buffer)
+	}
+	return s.out
+}
+
+// releaseOut gives the output buffer back, whatever it holds.
+func (s *Stream) releaseOut() {
+	if s.out == nil {
+		return
+	}
+	if s.out.Cap() <= pooledBuffer {
+		s.out.Reset()
+		outBuffers.Put(s.out)
+	}
+	s.out = nil
+}
 
 // step handles the events already read, or reads more from the upstream.
 func (s *Stream) step() {
@@ -100,13 +156,17 @@ func (s *Stream) step() {
 		if !ok {
 			break
 		}
-		if s.out.Len() > 0 && s.ev.MayWait(ev) {
+		if s.pending() > 0 && s.ev.MayWait(ev) {
 			s.held = append([]byte(nil), ev...)
 			break
 		}
 		s.handle(ev)
 	}
-	if s.done || s.out.Len() > 0 {
+	// The Splitter's buffer goes back to its pool unless bytes are left in
+	// it (part of an event, or events after one held, which is a copy): a
+	// stream waiting on its upstream holds none.
+	s.split.Release()
+	if s.done || s.pending() > 0 {
 		return
 	}
 	if s.eof {
@@ -143,7 +203,7 @@ func (s *Stream) step() {
 }
 
 func (s *Stream) handle(ev []byte) {
-	done, err := s.ev.Handle(ev, &s.out)
+	done, err := s.ev.Handle(ev, s.output())
 	if err != nil {
 		if ae, ok := err.(*Error); ok {
 			s.fail(ae)
@@ -159,7 +219,7 @@ func (s *Stream) fail(ae *Error) {
 	if s.OnFail != nil {
 		s.OnFail(ae)
 	}
-	s.ev.Fail(&s.out, ae)
+	s.ev.Fail(s.output(), ae)
 	s.done = true
 }
 
