@@ -98,18 +98,18 @@ func feedback(t *ladder.Turn, attempt int) ([]string, error) {
 		if len(calls) > 0 {
 			text = ladder.OutputFeedback(calls[0])
 		}
-		return []string{`{"role":"assistant","content":` + w.lastContent + `}`, `{"role":"user","content":` + wire.Quote(text) + `}`}, nil
+		return []string{`{"role":"assistant","content":` + w.lastContentJSON() + `}`, `{"role":"user","content":` + wire.Quote(text) + `}`}, nil
 	case len(calls) == 0:
 		// The model's last answer had no calls: remind it of the ones that
 		// are still invalid.
-		out = append(out, `{"role":"assistant","content":`+w.lastContent+`}`)
+		out = append(out, `{"role":"assistant","content":`+w.lastContentJSON()+`}`)
 		out = append(out, `{"role":"user","content":`+wire.Quote(ladder.Reminder(t))+`}`)
 		return out, nil
 	case w.legacy:
-		out = append(out, `{"role":"assistant","content":`+w.lastContent+`,"function_call":`+parts[0]+`}`)
+		out = append(out, `{"role":"assistant","content":`+w.lastContentJSON()+`,"function_call":`+parts[0]+`}`)
 		out = append(out, `{"role":"function","name":`+wire.Quote(calls[0].Name)+`,"content":`+wire.Quote(ladder.Feedback(calls[0], ladder.MaxFeedbackBytes))+`}`)
 	default:
-		out = append(out, `{"role":"assistant","content":`+w.lastContent+`,"tool_calls":[`+strings.Join(parts, ",")+`]}`)
+		out = append(out, `{"role":"assistant","content":`+w.lastContentJSON()+`,"tool_calls":[`+strings.Join(parts, ",")+`]}`)
 		room := ladder.MaxFeedbackBytes
 		for i, c := range calls {
 			text := ladder.Feedback(c, room)
@@ -144,6 +144,6 @@ func (q *Request) Answer(t *ladder.Turn, reply []byte) (ladder.Answer, error) {
 		return ladder.Answer{}, fmt.Errorf("the upstream's reply is malformed: %w", err)
 	}
 	w.history, w.pending = w.pending, nil
-	w.lastContent = rawOrNull(message[2])
+	w.lastContent, w.streamed = rawOrNull(message[2]), nil
 	return ladder.Answer{Sent: sent, CutOff: gjson.GetBytes(reply, "choices.0.finish_reason").String() == "length"}, nil
 }

@@ -28,11 +28,14 @@ type turn struct {
 	rest      string
 
 	// The model's last message in this choice, for the next re-ask: its
-	// content (raw JSON, "null" if none), and the messages the re-asks have
-	// added to the conversation so far.
+	// content (raw JSON, "null" if none; see lastContentJSON), and the
+	// messages the re-asks have added to the conversation so far.
 	lastContent string
-	history     []string
-	pending     []string // the messages of the re-ask in flight
+	// streamed is a streamed choice's text, quoted into lastContent only
+	// when a re-ask needs it: most streams have none.
+	streamed []byte
+	history  []string
+	pending  []string // the messages of the re-ask in flight
 
 	// mended are the calls of the model's first reply that the ladder
 	// mended, with where their name and arguments are in the body: a
@@ -41,6 +44,14 @@ type turn struct {
 }
 
 func turnOf(t *ladder.Turn) *turn { return t.Wire.(*turn) }
+
+// lastContentJSON is the content of the model's last message as raw JSON.
+func (w *turn) lastContentJSON() string {
+	if w.streamed != nil {
+		w.lastContent, w.streamed = wire.Quote(string(w.streamed)), nil
+	}
+	return w.lastContent
+}
 
 // ReadReply checks that a chat completion reads the same to toolguard as
 // to a client. The error is a *wire.Error for the client.

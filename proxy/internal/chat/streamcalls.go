@@ -350,11 +350,10 @@ func (r *stream) settle(sc *streamChoice) {
 		calls = append(calls, p.call)
 	}
 	x.Calls = append(x.Calls, calls...)
-	content := "null"
+	ct := &turn{legacy: sc.legacy, lastContent: "null"}
 	if len(sc.content) > 0 {
-		content = wire.Quote(string(sc.content))
+		ct.streamed = sc.content[:len(sc.content):len(sc.content)] // quoted if a re-ask needs it
 	}
-	ct := &turn{legacy: sc.legacy, lastContent: content}
 	ct.Turn = ladder.Turn{Index: int(sc.index), Calls: calls, Last: calls, Wire: ct}
 	t := &ct.Turn
 	invalid, passthrough, failure, err := r.SettleTurn(t)
