@@ -168,6 +168,20 @@ func placeOf(m *wire.Members, v gjson.Result) (plannedValue, bool) {
 // read is the value at v in the body read into m: an empty Result when it
 // is absent; false when v is not a Place of the template the body repeats.
 func (v plannedValue) read(m *wire.Members) (gjson.Result, bool) {
+	r, ok := v.raw(m)
+	if r.Raw != "" {
+		at := r.Index
+		r = gjson.Parse(r.Raw)
+		r.Index = at
+	}
+	return r, ok
+}
+
+// raw is read for a value of which only the text and place are used (a
+// call's arguments: sentFrom and MendedAt read no more): its text and where
+// it starts, not parsed (parsing a string unescapes it into a copy, which
+// the arguments' check makes again its own way).
+func (v plannedValue) raw(m *wire.Members) (gjson.Result, bool) {
 	if !v.ok {
 		return gjson.Result{}, true
 	}
@@ -175,7 +189,7 @@ func (v plannedValue) read(m *wire.Members) (gjson.Result, bool) {
 	if !ok {
 		return gjson.Result{}, false
 	}
-	return m.Item(s), true
+	return m.Unparsed(s), true
 }
 
 // plannedTurns is Turns for a reply that repeats the template p was made
@@ -204,7 +218,7 @@ func (q *Request) plannedTurns(ctx context.Context, x *ladder.Exchange, body []b
 		var okID, okName, okArgs bool
 		r.id, okID = pc.id.read(m)
 		r.name, okName = pc.name.read(m)
-		r.args, okArgs = pc.args.read(m)
+		r.args, okArgs = pc.args.raw(m)
 		if !okID || !okName || !okArgs {
 			return nil, nil, false
 		}

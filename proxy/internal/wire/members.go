@@ -189,6 +189,14 @@ func (m *Members) ItemsValue() gjson.Result { return m.Get(m.items) }
 // Item returns the value at s, a span of Items, as Get does.
 func (m *Members) Item(s Span) gjson.Result { return m.result(s) }
 
+// Unparsed is the value at s as Item reads it but for its type and
+// content: its text, in place, and where it starts. For a value whose text
+// alone is used, it spares parsing it (a string's, unescaped into a copy).
+func (m *Members) Unparsed(s Span) gjson.Result {
+	raw := m.body[s.Start:s.End]
+	return gjson.Result{Raw: unsafe.String(unsafe.SliceData(raw), len(raw)), Index: s.Start}
+}
+
 func (m *Members) result(s Span) gjson.Result {
 	raw := m.body[s.Start:s.End]
 	r := Parse(raw)
