@@ -184,7 +184,7 @@ func FuzzSyntaxCost(f *testing.F) {
 		Syntax(raw) // warm up
 		q := NewQuota()
 		got := allocated(func() { SyntaxWithin(raw, q) })
-		charged := uint64(QuotaWork - q.left)
+		charged := uint64(q.spent)
 		if bound := 64*n + 3*charged + 64<<10; got > bound && !raceEnabled {
 			t.Fatalf("mending %d bytes allocated %d, over %d (%d charged): %.200q", n, got, bound, charged, text)
 		}

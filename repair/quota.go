@@ -65,15 +65,16 @@ func repairWork(t []byte) int64 {
 }
 
 // A Quota is the JSON repair work one request may do, shared by its calls
-// (see QuotaWork). A nil Quota bounds each text alone, by QuotaWork.
-// It is safe for concurrent use.
+// (see QuotaWork). Its zero value is a whole Quota, ready to use; a nil
+// Quota bounds each text alone, by QuotaWork. It is safe for concurrent
+// use.
 type Quota struct {
-	mu   sync.Mutex
-	left int64
+	mu    sync.Mutex
+	spent int64
 }
 
 // NewQuota returns a Quota of QuotaWork.
-func NewQuota() *Quota { return &Quota{left: QuotaWork} }
+func NewQuota() *Quota { return new(Quota) }
 
 // take draws the work of repairing t, or reports why it may not.
 func (q *Quota) take(t []byte) error {
@@ -90,9 +91,9 @@ func (q *Quota) take(t []byte) error {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if w > q.left {
+	if w > QuotaWork-q.spent {
 		return fmt.Errorf("the request's JSON repair work is spent: %d bytes of malformed JSON are not repaired", n)
 	}
-	q.left -= w
+	q.spent += w
 	return nil
 }

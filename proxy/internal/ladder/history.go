@@ -39,7 +39,7 @@ type HistoryMender struct {
 	edits  []repair.Edit
 	fixes  []wire.Splice
 	budget int
-	quota  *repair.Quota // the history's JSON repair work; nil until it is drawn on
+	quota  repair.Quota // the history's JSON repair work
 	// unsure: a call handed over was mended, or left unexamined by a
 	// bound, so the conversation up to it is not known to need nothing.
 	unsure bool
@@ -50,14 +50,8 @@ func NewHistoryMender() *HistoryMender {
 	return &HistoryMender{budget: maxHistoryMendBytes}
 }
 
-// repairs is the history's repair quota, made when a call first needs
-// repair: most histories' calls need none.
-func (m *HistoryMender) repairs() *repair.Quota {
-	if m.quota == nil {
-		m.quota = repair.NewQuota()
-	}
-	return m.quota
-}
+// repairs is the history's repair quota.
+func (m *HistoryMender) repairs() *repair.Quota { return &m.quota }
 
 // Call mends the arguments args of one call (read from the body being
 // mended), if they need it. When the call has no arguments member, one is

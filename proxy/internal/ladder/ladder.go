@@ -169,8 +169,8 @@ type Exchange struct {
 	mended   int
 	overMend bool
 	// repairs is the JSON repair work of the request's calls, written as
-	// calls or as text, over every attempt (repair.Quota); made on first use.
-	repairs *repair.Quota
+	// calls or as text, over every attempt.
+	repairs repair.Quota
 	// global is Policy.Rules(""), once globalOK (see globalRules).
 	global   policy.Rules
 	globalOK bool
@@ -186,13 +186,8 @@ type Exchange struct {
 	Outcome Outcome
 }
 
-// quota returns the request's JSON repair work, made on first use.
-func (x *Exchange) quota() *repair.Quota {
-	if x.repairs == nil {
-		x.repairs = repair.NewQuota()
-	}
-	return x.repairs
-}
+// quota returns the request's JSON repair work.
+func (x *Exchange) quota() *repair.Quota { return &x.repairs }
 
 // globalRules returns Policy.Rules(""), read once: a RuleSet's rules do not
 // change during an exchange, and a stream asks for them at every event
