@@ -102,8 +102,9 @@ func (s *Stream) Read(p []byte) (int, error) {
 	return 0, io.EOF
 }
 
-// Close closes the upstream's body and gives back the stream's buffers;
-// the stream reads nothing more.
+// Close closes the upstream's body and gives back the output buffer, and
+// the Splitter's unless part of an event was left in it; the stream reads
+// nothing more.
 func (s *Stream) Close() error {
 	s.releaseOut()
 	s.split.Release()
@@ -163,9 +164,13 @@ func (s *Stream) step() {
 		s.handle(ev)
 	}
 	// The Splitter's buffer goes back to its pool unless bytes are left in
-	// it (part of an event, or events after one held, which is a copy): a
-	// stream waiting on its upstream holds none.
+	// it (part of an event, or events after one held, which is a copy), and
+	// the output's unless the events wrote to it (a format holding them back
+	// writes nothing): a stream waiting on its upstream holds neither.
 	s.split.Release()
+	if s.pending() == 0 {
+		s.releaseOut()
+	}
 	if s.done || s.pending() > 0 {
 		return
 	}

@@ -115,3 +115,48 @@ func TestStreamHoldsNoBufferWhileWaiting(t *testing.T) {
 		t.Errorf("Read after Close: %d bytes, %v; want an error", n, err)
 	}
 }
+
+// silentEvents writes nothing for an event whose data is "hold", as a format
+// holding events back does, and passes the others.
+type silentEvents struct{ passEvents }
+
+func (silentEvents) Handle(ev []byte, out *bytes.Buffer) (bool, error) {
+	if !bytes.Equal(ev, []byte("data: hold\n\n")) {
+		out.Write(ev)
+	}
+	return false, nil
+}
+
+// watchedBody is an upstream that checks, whenever the stream reads it,
+// that the stream holds no buffer: it has no partial event left.
+type watchedBody struct {
+	t      *testing.T
+	s      *Stream
+	chunks []string
+}
+
+func (b *watchedBody) Read(q []byte) (int, error) {
+	if b.s.out != nil || b.s.split.box != nil {
+		b.t.Errorf("the stream reads its upstream holding an output buffer (%v) or an event buffer (%v)", b.s.out != nil, b.s.split.box != nil)
+	}
+	if len(b.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(q, b.chunks[0])
+	b.chunks = b.chunks[1:]
+	return n, nil
+}
+
+func (b *watchedBody) Close() error { return nil }
+
+// TestStreamWaitsHoldingNoBuffer: a stream whose events wrote nothing (held
+// back by the format) waits on its upstream without an output buffer.
+func TestStreamWaitsHoldingNoBuffer(t *testing.T) {
+	up := &watchedBody{t: t, chunks: []string{"data: 1\n\n", "data: hold\n\n", "data: hold\n\ndata: hold\n\n", "data: 2\n\n"}}
+	s := NewStream(up, silentEvents{}, 1<<20, func(error) *Error { return nil })
+	up.s = s
+	got, err := io.ReadAll(s)
+	if err != nil || string(got) != "data: 1\n\ndata: 2\n\n" {
+		t.Fatalf("ReadAll: %q, %v", got, err)
+	}
+}
