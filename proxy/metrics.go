@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -137,8 +138,8 @@ func newMetrics(schemas *validate.Cache) *metrics {
 	overheadBuckets := []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
 	m := &metrics{
 		reg:    prometheus.NewRegistry(),
-		tools:  labelSet{max: maxToolLabels, seen: map[string]bool{}},
-		models: labelSet{max: maxModelLabels, seen: map[string]bool{}},
+		tools:  labelSet{max: maxToolLabels, seen: map[string]string{}},
+		models: labelSet{max: maxModelLabels, seen: map[string]string{}},
 		kinds:  map[repair.Kind]bool{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolguard_requests_total",
@@ -299,10 +300,16 @@ func (m *metrics) exchange(ex *exchange) {
 // distinct ones per process, each fit to be a label (labelFit); the rest
 // share one value. What it keeps is bounded too: max names of at most
 // maxLabelBytes.
+//
+// A name given to label is often a slice of the request's body: the set
+// keeps, and label returns, a copy of its own, so that the series and the
+// caches of counters hold no body past its request (a tool name alone
+// would otherwise keep a request of up to TOOLGUARD_MAX_BODY_BYTES alive
+// for as long as the process).
 type labelSet struct {
 	mu   sync.Mutex
 	max  int
-	seen map[string]bool
+	seen map[string]string // each name seen, to its own copy
 }
 
 func (s *labelSet) label(name string) string {
@@ -311,12 +318,13 @@ func (s *labelSet) label(name string) string {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.seen[name] {
-		return name
+	if own, ok := s.seen[name]; ok {
+		return own
 	}
 	if len(s.seen) >= s.max {
 		return toolOther
 	}
-	s.seen[name] = true
-	return name
+	own := strings.Clone(name)
+	s.seen[own] = own
+	return own
 }
