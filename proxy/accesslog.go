@@ -37,6 +37,9 @@ type requestInfo struct {
 	// rec records the response on its way out (serveHTTP's writer), held
 	// here so that one allocation serves both.
 	rec recorder
+	// body is the pooled buffer the request's body was read into, if it
+	// was (see heldBody).
+	body heldBody
 }
 
 type requestInfoKey struct{}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -83,9 +82,17 @@ func (ex *exchange) send(ctx context.Context, rt http.RoundTripper, outreq *http
 	ctx, cancel := context.WithTimeout(withAttempt(ctx, kind, gjson.GetBytes(body, "model").String()), ex.h.cfg.UpstreamTimeout)
 	defer cancel()
 	req := outreq.Clone(ctx)
-	req.Body = io.NopCloser(bytes.NewReader(body))
+	rc, err := upstreamBody(ctx, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	// The body is closed by the transport, and here once its answer is
+	// read: a transport still sending it then (the upstream answered
+	// early) fails, and reads no buffer lent again.
+	defer rc.Close()
+	req.Body = rc
 	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req.GetBody = func() (io.ReadCloser, error) { return upstreamBody(ctx, body) }
 	headerDel(req.Header, "Content-Length")
 	resp, err := rt.RoundTrip(req)
 	if err != nil {

@@ -86,6 +86,10 @@ func (b *breaker) RoundTrip(req *http.Request) (*http.Response, error) {
 	done, err := b.cb.Allow()
 	if err != nil {
 		b.metrics.rejections.WithLabelValues(b.name).Inc()
+		// A RoundTripper closes the body it was given, sent or not.
+		if req.Body != nil {
+			req.Body.Close()
+		}
 		return nil, b.open(errors.Is(err, gobreaker.ErrOpenState))
 	}
 	resp, err := b.next.RoundTrip(req)

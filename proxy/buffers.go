@@ -48,7 +48,12 @@ func readSized(r io.Reader, size, max int64) ([]byte, error) {
 	// The declared size is the sender's word: trust it for a buffer of at
 	// most maxPresize, and grow past that only with what arrives, so that a
 	// client declaring 32 MiB and sending ten bytes holds 64 KiB, not 32 MiB.
-	b := make([]byte, 0, min(size, max, maxPresize)+1)
+	return readInto(make([]byte, 0, min(size, max, maxPresize)+1), r)
+}
+
+// readInto reads all of r into b, from its length on, grown only when full
+// (readSized's, or a pooled buffer: see bodyBuffers).
+func readInto(b []byte, r io.Reader) ([]byte, error) {
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

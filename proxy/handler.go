@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -80,6 +79,7 @@ type Handler struct {
 	keys     keyring
 	slots    slots
 	decoded  *byteBudget // decoded request bodies in flight (see decodeBody)
+	bodies   bodyBuffers // buffers the request bodies are read into (see heldBody)
 	fallback *fallback
 	secrets  []string                 // keys redacted from what upstreams send back
 	serve    http.Handler             // serveHTTP, traced when tracing is on
@@ -184,7 +184,12 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	info.rec = recorder{ResponseWriter: w, firstByte: h.metrics.firstByte, start: info.start}
 	rec := &info.rec
 	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
-	defer h.finish(rec, r, info)
+	defer func() {
+		h.finish(rec, r, info)
+		// Past its log line nothing of the request reads its body but
+		// the readers of it that went upstream (see heldBody).
+		info.body.drop()
+	}()
 	if len(h.keys) > 0 && !openPath(r.URL.Path) && !h.keys.allows(r) {
 		h.serveError(rec, r, unauthorized())
 		return
@@ -280,12 +285,24 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, body []byte) err
 	// Trailers would reach the upstream after the body toolguard read: a
 	// client could put its key, or anything else, there unseen.
 	r.Trailer = nil
-	if body != nil {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	if body == nil {
+		h.rp.ServeHTTP(w, r)
+		return nil
 	}
+	rc, err := upstreamBody(ctx, body)
+	if err != nil {
+		return err
+	}
+	r.Body = rc
+	r.ContentLength = int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return upstreamBody(ctx, body) }
 	h.rp.ServeHTTP(w, r)
+	// The reverse proxy lets nothing read the body it sent once it
+	// returns (it closes its own wrapper of it, which passes no Close
+	// on): closing it here waits for a Read still under way and gives
+	// up its hold. A transport that asked for the body again (GetBody)
+	// closes what it was given.
+	rc.Close()
 	return nil
 }
 
@@ -301,7 +318,16 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	if r.ContentLength > h.cfg.MaxBodyBytes {
 		return nil, tooLarge(h.cfg.MaxBodyBytes, nil)
 	}
-	b, err := readSized(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes), r.ContentLength, h.cfg.MaxBodyBytes)
+	body := http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
+	var b []byte
+	var err error
+	if info := requestInfoFrom(r.Context()); info != nil && info.body.buf == nil && h.bodies.pooled(r.ContentLength) {
+		buf := h.bodies.get(r.ContentLength)
+		info.body.hold(&h.bodies, buf)
+		b, err = readInto(buf, body)
+	} else {
+		b, err = readSized(body, r.ContentLength, h.cfg.MaxBodyBytes)
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
