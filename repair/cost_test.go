@@ -3,6 +3,7 @@ package repair
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -79,6 +80,9 @@ func TestSyntaxCostIsLinear(t *testing.T) {
 	// No collection between a warm-up and its count: one empties the pools
 	// the warm-up filled, and the count would include refilling them (60 KB
 	// more, seen once in CI). SetGCPercent(-1) returns with none running.
+	// A pool may still miss: what one processor put back another does not
+	// find first (51 KB more, seen once in CI with the collector off), so
+	// each count is the least of five; a miss only ever adds.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	for _, k := range costKinds {
 		t.Run(k.name, func(t *testing.T) {
@@ -88,7 +92,10 @@ func TestSyntaxCostIsLinear(t *testing.T) {
 				raw := quoteJSON(t, k.give(n))
 				size[i] = len(raw)
 				Syntax(raw) // warm up: compiled patterns, pools
-				cost[i] = allocated(func() { SyntaxWithin(raw, NewQuota()) })
+				cost[i] = math.MaxUint64
+				for range 5 {
+					cost[i] = min(cost[i], allocated(func() { SyntaxWithin(raw, NewQuota()) }))
+				}
 			}
 			ratio := float64(cost[1]) / float64(cost[0])
 			t.Logf("%d bytes: %d allocated; %d bytes: %d allocated (%.2fx)", size[0], cost[0], size[1], cost[1], ratio)
