@@ -53,7 +53,9 @@ func TestCopyConnWritesBodiesThroughItsPool(t *testing.T) {
 		}
 	}
 	write()
-	if allocs := testing.AllocsPerRun(20, write); allocs > 0.5 {
+	// The race detector's sync.Pool drops a quarter of what is put back:
+	// .ci/run counts without it too.
+	if allocs := testing.AllocsPerRun(20, write); allocs > 0.5 && !raceEnabled {
 		t.Errorf("%.2f allocations a body, want none", allocs)
 	}
 	if err := c.CloseWrite(); err != nil {
