@@ -61,16 +61,13 @@ func bodyClass(size int64) (int, bool) {
 	return c, true
 }
 
-// pooled reports whether a body of size bytes is read into a buffer of bb's.
-func (bb *bodyBuffers) pooled(size int64) bool {
-	_, ok := bodyClass(size)
-	return ok
-}
-
-// get returns an empty buffer for a body of size bytes, which must be
+// get returns an empty buffer for a body of size bytes, nil for a size not
 // pooled.
 func (bb *bodyBuffers) get(size int64) []byte {
-	c, _ := bodyClass(size)
+	c, ok := bodyClass(size)
+	if !ok {
+		return nil
+	}
 	bb.mu.Lock()
 	if n := len(bb.free[c]); n > 0 {
 		b := bb.free[c][n-1]

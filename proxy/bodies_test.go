@@ -1,16 +1,17 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sony/gobreaker/v2"
+	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/internal/fake"
 	"github.com/toolguard/toolguard/policy"
 )
@@ -140,7 +142,7 @@ func TestRequestsShareNoBody(t *testing.T) {
 			io.WriteString(w, `{"object":"list","data":[]}`)
 			return
 		}
-		tool := gjsonString(b, "tools.0.function.name")
+		tool := gjson.GetBytes(b, "tools.0.function.name").String()
 		io.WriteString(w, fake.Chat.JSON(fake.Reply{Calls: []fake.Call{{ID: "c1", Name: tool, Args: `{"x":1}`}}, In: 1, Out: 1}))
 	}))
 	t.Cleanup(up.Close)
@@ -191,7 +193,7 @@ func TestRequestsShareNoBody(t *testing.T) {
 					errs <- fmt.Errorf("client %d, request %d: status %d: %s", g, n, resp.StatusCode, reply)
 				case !early && resp.Header.Get("X-Body-Sum") != hex.EncodeToString(sum[:]):
 					errs <- fmt.Errorf("client %d, request %d: the upstream received other bytes than the client sent", g, n)
-				case path == "/v1/chat/completions" && gjsonString(reply, "choices.0.message.tool_calls.0.function.name") != tool:
+				case path == "/v1/chat/completions" && gjson.GetBytes(reply, "choices.0.message.tool_calls.0.function.name").String() != tool:
 					errs <- fmt.Errorf("client %d, request %d: reply %s, want a call of %s", g, n, reply, tool)
 				}
 			}
@@ -268,32 +270,6 @@ func (c *closeSignal) Close() error {
 	return nil
 }
 
-// gjsonString is the string at path in body, read by encoding/json so that
-// the test does not share the code it checks.
-func gjsonString(body []byte, path string) string {
-	var v any
-	if json.Unmarshal(body, &v) != nil {
-		return ""
-	}
-	for _, k := range strings.Split(path, ".") {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[k]
-		case []any:
-			i := 0
-			fmt.Sscan(k, &i)
-			if i >= len(x) {
-				return ""
-			}
-			v = x[i]
-		default:
-			return ""
-		}
-	}
-	s, _ := v.(string)
-	return s
-}
-
 // TestAnOpenBreakerClosesTheBody: a RoundTripper closes the body it is
 // given, sent or not; a pooled body's buffer comes back only then.
 func TestAnOpenBreakerClosesTheBody(t *testing.T) {
@@ -321,3 +297,36 @@ type closeCount struct {
 }
 
 func (c *closeCount) Close() error { c.n++; return nil }
+
+// TestABodyCutShortGivesItsBufferBack: a client that declares a body of a
+// pooled size and sends half of it is answered with the error of a body
+// that could not be read, and the buffer its half went into comes back.
+func TestABodyCutShortGivesItsBufferBack(t *testing.T) {
+	cfg := policy.Default()
+	cfg.UpstreamURL = "http://127.0.0.1:1/v1" // never reached
+	h, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000\r\n\r\n%s", strings.Repeat("a", 5000))
+	conn.(*net.TCPConn).CloseWrite()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || gjson.GetBytes(b, "error.code").String() != "body_read_error" {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	srv.Close() // returns once every handler has
+	c, _ := bodyClass(10000)
+	if n := len(h.bodies.free[c]); n != 1 {
+		t.Fatalf("%d buffers back of the class of a 10,000-byte body, want 1", n)
+	}
+}

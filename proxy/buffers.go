@@ -12,7 +12,9 @@ const copyBufferSize = 32 << 10
 // bufferPool lends the reverse proxy its copy buffers. Without one,
 // httputil.ReverseProxy allocates 32 KB for every response it copies: in a
 // load profile that was two thirds of all the bytes toolguard allocated,
-// and the garbage collection they cost.
+// and the garbage collection they cost. The upstream's connections copy
+// request bodies through one too (copyConn), by pointer: httputil's
+// Get and Put pass the slice, and Put allocates its pointer again.
 type bufferPool struct{ p sync.Pool }
 
 func newBufferPool() *bufferPool {
@@ -31,6 +33,10 @@ func (bp *bufferPool) Put(b []byte) {
 	b = b[:copyBufferSize]
 	bp.p.Put(&b)
 }
+
+// get and put lend a buffer by the pointer the pool keeps it under.
+func (bp *bufferPool) get() *[]byte  { return bp.p.Get().(*[]byte) }
+func (bp *bufferPool) put(b *[]byte) { bp.p.Put(b) }
 
 // readSized reads all of r into a buffer allocated from size, the length
 // the sender declared (Content-Length; -1 if unknown), instead of growing

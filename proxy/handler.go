@@ -319,10 +319,14 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		return nil, tooLarge(h.cfg.MaxBodyBytes, nil)
 	}
 	body := http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes)
+	var buf []byte
+	info := requestInfoFrom(r.Context())
+	if info != nil && info.body.buf == nil {
+		buf = h.bodies.get(r.ContentLength)
+	}
 	var b []byte
 	var err error
-	if info := requestInfoFrom(r.Context()); info != nil && info.body.buf == nil && h.bodies.pooled(r.ContentLength) {
-		buf := h.bodies.get(r.ContentLength)
+	if buf != nil {
 		info.body.hold(&h.bodies, buf)
 		b, err = readInto(buf, body)
 	} else {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/toolguard/toolguard/policy"
@@ -18,10 +17,7 @@ import (
 // connection for most requests.
 func NewTransport(cfg policy.Config) *http.Transport {
 	d := &net.Dialer{Timeout: cfg.UpstreamConnectTimeout, KeepAlive: 30 * time.Second}
-	copies := &sync.Pool{New: func() any {
-		b := make([]byte, copyBufferSize)
-		return &b
-	}}
+	copies := newBufferPool()
 	return &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -51,13 +47,13 @@ func NewTransport(cfg policy.Config) *http.Transport {
 // before.
 type copyConn struct {
 	net.Conn
-	plain  io.Writer  // Conn without its ReadFrom (writerOnly), made once
-	copies *sync.Pool // of *[]byte, copyBufferSize each
+	plain  io.Writer // Conn without its ReadFrom (writerOnly), made once
+	copies *bufferPool
 }
 
 func (c copyConn) ReadFrom(r io.Reader) (int64, error) {
-	b := c.copies.Get().(*[]byte)
-	defer c.copies.Put(b)
+	b := c.copies.get()
+	defer c.copies.put(b)
 	return io.CopyBuffer(c.plain, r, *b)
 }
 
