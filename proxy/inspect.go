@@ -378,6 +378,12 @@ func (ex *exchange) readFailure(err error) error {
 		Msg: "the upstream's response could not be read in full (over TOOLGUARD_MAX_RESPONSE_BYTES, or cut short)", Err: err}
 }
 
+// replyBody is a reply's body read from memory: one allocation, where
+// io.NopCloser(bytes.NewReader(b)) makes two.
+type replyBody struct{ bytes.Reader }
+
+func (*replyBody) Close() error { return nil }
+
 // looksLikeSSE peeks at the start of a body whose media type says neither
 // JSON nor SSE, and keeps what it read for the next reader.
 func looksLikeSSE(resp *http.Response) bool {
@@ -405,7 +411,9 @@ func readLimited(r io.Reader, size, limit int64) ([]byte, error) {
 }
 
 func setBody(resp *http.Response, b []byte) {
-	resp.Body = io.NopCloser(bytes.NewReader(b))
+	rb := new(replyBody)
+	rb.Reset(b)
+	resp.Body = rb
 	resp.ContentLength = int64(len(b))
 	headerSet(resp.Header, "Content-Length", strconv.Itoa(len(b)))
 	resp.TransferEncoding = nil

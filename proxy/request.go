@@ -226,8 +226,12 @@ func checkCharset(h http.Header) *apiError {
 	if len(cts) == 0 {
 		return nil
 	}
-	params := strings.Split(cts[0], ";")
-	for _, p := range params[1:] {
+	// The parameters, one at a time: splitting them into a slice would
+	// allocate it for every request.
+	_, params, _ := strings.Cut(cts[0], ";")
+	for params != "" {
+		var p string
+		p, params, _ = strings.Cut(params, ";")
 		k, v, _ := strings.Cut(p, "=")
 		if !strings.EqualFold(strings.TrimSpace(k), "charset") {
 			continue

@@ -148,6 +148,8 @@ func TestBodiesInAnotherCharsetAreRefused(t *testing.T) {
 		{contentType: []string{"application/json; charset=utf-7"}, want: 415, code: "unsupported_charset"},
 		{contentType: []string{`application/json;charset="UTF-7"`}, want: 415, code: "unsupported_charset"},
 		{contentType: []string{"application/json; charset=utf-8; charset=utf-7"}, want: 415, code: "unsupported_charset"},
+		{contentType: []string{"application/json;; foo=bar;charset=utf-7;"}, want: 415, code: "unsupported_charset"},
+		{contentType: []string{"application/json; foo=bar;; charset=utf8;"}, want: 200},
 		{contentType: []string{"application/json", "application/json; charset=utf-7"}, want: 400, code: "request_ambiguous"},
 		{contentType: []string{"application/json; charset=UTF-8"}, want: 200},
 		{contentType: []string{"application/json"}, want: 200},
@@ -157,8 +159,8 @@ func TestBodiesInAnotherCharsetAreRefused(t *testing.T) {
 			t.Errorf("%q: status %d, want %d %s: %s", tt.contentType, resp.StatusCode, tt.want, tt.code, rb)
 		}
 	}
-	if n := len(up.requests()); n != 2 {
-		t.Errorf("forwarded %d requests, want the two in UTF-8", n)
+	if n := len(up.requests()); n != 3 {
+		t.Errorf("forwarded %d requests, want the three in UTF-8", n)
 	}
 }
 
