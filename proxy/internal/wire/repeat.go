@@ -375,6 +375,22 @@ func scalarEnd(b []byte, q int) int {
 	if q >= len(b) || !scalarKind(b[q:q+1]) {
 		return -1
 	}
+	if b[q] == '"' {
+		// Most changed values are texts of printable ASCII without an
+		// escape (a word of a stream's content, an id): valid as they
+		// stand, and ended by their first quote, as jsontext reads them
+		// too. Any other byte (an escape, a control character, UTF-8) is
+		// left to jsontext.
+		for i := q + 1; i < len(b); i++ {
+			c := b[i]
+			if c == '"' {
+				return i + 1
+			}
+			if c < ' ' || c > '~' || c == '\\' {
+				break
+			}
+		}
+	}
 	st := strictPool.Get().(*strictState)
 	defer strictPool.Put(st)
 	st.b = *bytes.NewBuffer(b[q:])
