@@ -2,7 +2,9 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
 	"reflect"
 	"slices"
 	"sort"
@@ -302,8 +304,21 @@ func (tp *template) after(i, x int) int {
 // longer than t after it; repeat returns it, grown.
 func (tp *template) repeat(data []byte, m *Members, shift []int) ([]int, bool) {
 	t := tp.t
+	// The values that end before the first byte where data and t differ
+	// are as they were, found without a comparison each: their bytes and
+	// the byte after each (which ended a number in t) are t's.
+	same := commonPrefix(data, t)
+	i := 0
+	for i < len(tp.vary) && tp.vary[i].End < same {
+		shift = append(shift, 0)
+		i++
+	}
 	pos, q := 0, 0 // where the next bytes to compare are, in t and in data
-	for _, v := range tp.vary {
+	if i > 0 {
+		pos = tp.vary[i-1].End
+		q = pos
+	}
+	for _, v := range tp.vary[i:] {
 		// Most values are as they were: the bytes up to the end of the
 		// value, the same, hold the same token (the byte after a number,
 		// compared next, is t's, which ended it; a number that goes on,
@@ -341,6 +356,26 @@ func (tp *template) repeat(data []byte, m *Members, shift []int) ([]int, bool) {
 	}
 	m.itemsOK = tp.itemsOK
 	return shift, true
+}
+
+// commonPrefix is the length of the longest common prefix of a and b,
+// compared by bytes.Equal over spans that double (most of a repeat is the
+// same), then a word at a time from the span that differs.
+func commonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for step := 16; i+step <= n && bytes.Equal(a[i:i+step], b[i:i+step]); step = min(2*step, 4<<10) {
+		i += step
+	}
+	for ; i+8 <= n; i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // numberGoesOn reports whether a value that starts with first, a number's

@@ -732,3 +732,40 @@ func BenchmarkRepeats(b *testing.B) {
 		benchBeside(b, c.name, "templates", c.bodies, func(body []byte, m *Members) error { return r.Read(body, eventShape, m) })
 	}
 }
+
+// TestCommonPrefix: commonPrefix finds where two texts first differ, as a
+// byte at a time does, at every place in texts of every length around its
+// spans and words.
+func TestCommonPrefix(t *testing.T) {
+	naive := func(a, b []byte) int {
+		i := 0
+		for i < len(a) && i < len(b) && a[i] == b[i] {
+			i++
+		}
+		return i
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 47, 48, 49, 100, 4095, 4096, 4097, 9000} {
+		a := make([]byte, n)
+		for i := range a {
+			a[i] = byte('a' + i%23)
+		}
+		if got := commonPrefix(a, a); got != n {
+			t.Fatalf("%d bytes against themselves: %d", n, got)
+		}
+		for at := 0; at < n; at += 1 + at/16 {
+			b := append([]byte(nil), a...)
+			b[at] ^= 0x20
+			if got, want := commonPrefix(a, b), naive(a, b); got != want {
+				t.Fatalf("%d bytes differing at %d: %d, want %d", n, at, got, want)
+			}
+			if got, want := commonPrefix(a[:at+1], b), naive(a[:at+1], b); got != want {
+				t.Fatalf("%d bytes differing at %d, the first cut: %d, want %d", n, at, got, want)
+			}
+		}
+		if n > 0 {
+			if got := commonPrefix(a[:n-1], a); got != n-1 {
+				t.Fatalf("%d bytes against their prefix: %d", n, got)
+			}
+		}
+	}
+}
