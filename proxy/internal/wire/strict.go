@@ -379,7 +379,7 @@ func walkStrict(d *jsontext.Decoder, s Shape, rec *[]Span) error {
 			return syntaxError(d, err)
 		}
 	case '[':
-		for d.PeekKind() != ']' && d.PeekKind() != 0 {
+		for k := d.PeekKind(); k != ']' && k != 0; k = d.PeekKind() {
 			if err := walkStrict(d, s, rec); err != nil {
 				return err
 			}
@@ -485,7 +485,7 @@ func walkItems(d *jsontext.Decoder, s Shape, m *Members) error {
 	}
 	m.itemsOK = true
 	in := m.input()
-	for d.PeekKind() != ']' && d.PeekKind() != 0 {
+	for k := d.PeekKind(); k != ']' && k != 0; k = d.PeekKind() {
 		start := valueStart(in, int(d.InputOffset()))
 		if err := walkStrict(d, s, m.scalars); err != nil {
 			return err
