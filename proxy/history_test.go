@@ -21,15 +21,16 @@ func TestHistoryIsMended(t *testing.T) {
 		`{"id":"c1","type":"function","function":{"name":"click","arguments":"{\"selector\": \"#a\""}},` +
 		`{"id":"c2","type":"function","function":{"name":"click","arguments":{"selector":"#b"}}},` +
 		`{"id":"c3","type":"function","function":{"name":"click","arguments":"{\"selector\":\"#c\"}"}},` +
-		`{"id":"c4","type":"function","function":{"name":"click","arguments":"not json at all, just words"}}]},` +
+		`{"id":"c4","type":"function","function":{"name":"click","arguments":"not json at all, just words"}},` +
+		`{"id":"c5","type":"function","function":{"name":"click"}}]},` +
 		`{"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"tool","tool_call_id":"c2","content":"ok"},` +
 		`{"role":"tool","tool_call_id":"c3","content":"ok"},{"role":"tool","tool_call_id":"c4","content":"ok"}]}`
 	for _, tc := range []struct {
 		mode policy.Mode
 		want []string
 	}{
-		{policy.ModeRepair, []string{`{"selector":"#a"}`, `{"selector":"#b"}`, `{"selector":"#c"}`, `not json at all, just words`}},
-		{policy.ModeReask, []string{`{"selector": "#a"`, `{"selector":"#b"}`, `{"selector":"#c"}`, `not json at all, just words`}},
+		{policy.ModeRepair, []string{`{"selector":"#a"}`, `{"selector":"#b"}`, `{"selector":"#c"}`, `not json at all, just words`, `{}`}},
+		{policy.ModeReask, []string{`{"selector": "#a"`, `{"selector":"#b"}`, `{"selector":"#c"}`, `not json at all, just words`, ``}},
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			up := newUpstream(t, reply{Body: toolReply(`{"total_tokens":1}`, clickCall("call_9", `"{\"selector\":\"#d\"}"`))})

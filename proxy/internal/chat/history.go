@@ -1,6 +1,8 @@
 package chat
 
 import (
+	"strings"
+
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
@@ -26,7 +28,7 @@ func mendMessage(m *ladder.HistoryMender, msg gjson.Result) {
 	// are not an assistant's, and their role comes first. An assistant's
 	// members are then read in one pass. (A name given twice was refused
 	// by the strict reading.)
-	if msg.Get("role").Str != "assistant" {
+	if role(msg) != "assistant" {
 		return
 	}
 	var tcs, fc gjson.Result
@@ -42,8 +44,14 @@ func mendMessage(m *ladder.HistoryMender, msg gjson.Result) {
 	if tcs.IsArray() {
 		tcs.ForEach(func(_, c gjson.Result) bool {
 			if c.IsObject() {
-				fn := c.Get("function")
-				m.Call(fn.Get("arguments"), fn)
+				// One lookup down to the arguments, not one for the
+				// function and another in it; the function object
+				// only when they are missing, for Call to add them.
+				args, fn := c.Get("function.arguments"), gjson.Result{}
+				if !args.Exists() {
+					fn = c.Get("function")
+				}
+				m.Call(args, fn)
 			}
 			return true
 		})
@@ -52,3 +60,25 @@ func mendMessage(m *ladder.HistoryMender, msg gjson.Result) {
 		m.Call(fc.Get("arguments"), fc)
 	}
 }
+
+// role is a message's role. Read from its first bytes when they are
+// {"role":" and a word of lowercase letters and its closing quote, as
+// clients write it: the message was read strictly, so that is its only
+// member of that name, and its value whole. Any other message is looked up.
+func role(msg gjson.Result) string {
+	const lead = `{"role":"`
+	if r := msg.Raw; strings.HasPrefix(r, lead) {
+		for i := len(lead); i < min(len(r), len(lead)+maxRole); i++ {
+			if c := r[i]; c == '"' {
+				return r[len(lead):i]
+			} else if c < 'a' || c > 'z' {
+				break
+			}
+		}
+	}
+	return msg.Get("role").Str
+}
+
+// maxRole bounds the role read from a message's first bytes: the longest
+// role, "assistant", and more.
+const maxRole = 16
