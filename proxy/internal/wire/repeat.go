@@ -304,6 +304,7 @@ func (tp *template) after(i, x int) int {
 // longer than t after it; repeat returns it, grown.
 func (tp *template) repeat(data []byte, m *Members, shift []int) ([]int, bool) {
 	t := tp.t
+	shift = slices.Grow(shift, len(tp.vary)) // one allocation, not one per doubling
 	// The values that end before the first byte where data and t differ
 	// are as they were, found without a comparison each: their bytes and
 	// the byte after each (which ended a number in t) are t's.
@@ -348,6 +349,7 @@ func (tp *template) repeat(data []byte, m *Members, shift []int) ([]int, bool) {
 	}
 	m.reset(data)
 	m.object = true
+	m.top, m.spans = slices.Grow(m.top, len(tp.top)), slices.Grow(m.spans, len(tp.spans))
 	for i, tm := range tp.top {
 		m.top = append(m.top, member{name: tm.name, v: move(tm.v, tp.at[i], shift)})
 	}
