@@ -443,15 +443,26 @@ func FuzzRequest(f *testing.F) {
 	seedRecordings(f, func(string) {})
 	f.Add([]byte(`{"model":"m","tools":` + faulty.ClickTools + `,"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"click","arguments":"{\"selector\": \"#a\""}},{"function":{"arguments":{"a":1}}}]},{"role":"assistant","function_call":{"name":"click","arguments":"` + "```" + `json\n{}` + "```" + `"}}]}`))
 	f.Add([]byte(`{"functions":[{"name":"f"}],"messages":[]}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","tool_calls":[{"function":{"arguments":"{'a':1}"}}]},{"role":"assistant","function_call":{"name":"f","arguments":"{'b':2}"},"tool_calls":[{"function":{"name":"g","arguments":"{'a':1}"}},{"function":{"name":"h"}},{"id":"x"}]}]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		chat.NewRequest(wire.ReadMembers(in, chat.Items), nil, true)
 		m, err := chat.Read(in, nil, nil, wire.Repeats{})
 		if err != nil {
 			return // refused
 		}
-		once, _, err := chat.MendHistory(m, nil)
+		once, onceEdits, err := chat.MendHistory(m, nil)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Through a history cache, the messages' calls are found where the
+		// strict reading recorded them, not by walking each message: the
+		// same request and edits.
+		cached, cachedEdits, err := chat.MendHistory(m, ladder.NewHistoryCache().Use(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(cached, once) || !reflect.DeepEqual(cachedEdits, onceEdits) {
+			t.Fatalf("mended through the cache:\n%s %v\nwithout:\n%s %v", cached, cachedEdits, once, onceEdits)
 		}
 		if !gjson.ValidBytes(once) {
 			t.Fatalf("mended request is not JSON: %s", once)

@@ -17,7 +17,37 @@ import (
 //
 // m is where the body's members are (see Read).
 func MendHistory(m *wire.Members, t *ladder.HistoryUse) ([]byte, []repair.Edit, error) {
-	return ladder.MendHistory(m, t, mendMessage)
+	return ladder.MendHistoryCalls(m, t, mendMessage, mendCalls)
+}
+
+// historyCalls are the members of a message that hold its calls, whose
+// places the strict reading records (see wire.Members.Calls), each at the
+// index a wire.Call names it by.
+var historyCalls = []wire.CallMember{toolCalls: {Name: "tool_calls"}, functionCall: {Name: "function_call", One: true}}
+
+const (
+	toolCalls = iota
+	functionCall
+)
+
+// mendCalls is mendMessage for a message whose calls' places the strict
+// reading recorded: those of its tool_calls, then its function_call, as
+// mendMessage hands them over.
+func mendCalls(m *ladder.HistoryMender, mb *wire.Members, msg gjson.Result, calls []wire.Call) {
+	if role(msg) != "assistant" {
+		return
+	}
+	for _, c := range calls {
+		if c.Member == toolCalls {
+			mendCall(m, mb.Item(c.Span))
+		}
+	}
+	for _, c := range calls {
+		if c.Member == functionCall {
+			fc := mb.Item(c.Span)
+			m.Call(fc.Get("arguments"), fc)
+		}
+	}
 }
 
 // mendMessage hands the calls of one message to m.
@@ -44,14 +74,7 @@ func mendMessage(m *ladder.HistoryMender, msg gjson.Result) {
 	if tcs.IsArray() {
 		tcs.ForEach(func(_, c gjson.Result) bool {
 			if c.IsObject() {
-				// One lookup down to the arguments, not one for the
-				// function and another in it; the function object
-				// only when they are missing, for Call to add them.
-				args, fn := c.Get("function.arguments"), gjson.Result{}
-				if !args.Exists() {
-					fn = c.Get("function")
-				}
-				m.Call(args, fn)
+				mendCall(m, c)
 			}
 			return true
 		})
@@ -59,6 +82,17 @@ func mendMessage(m *ladder.HistoryMender, msg gjson.Result) {
 	if fc.IsObject() {
 		m.Call(fc.Get("arguments"), fc)
 	}
+}
+
+// mendCall hands the arguments of c, an object of a message's tool_calls,
+// to m: found by one lookup, not one for the function and another in it;
+// the function object only when they are missing, for Call to add them.
+func mendCall(m *ladder.HistoryMender, c gjson.Result) {
+	args, fn := c.Get("function.arguments"), gjson.Result{}
+	if !args.Exists() {
+		fn = c.Get("function")
+	}
+	m.Call(args, fn)
 }
 
 // role is a message's role. Read from its first bytes when they are

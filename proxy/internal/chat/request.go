@@ -26,7 +26,7 @@ const Items = "messages"
 // ladder.Declarations): they are not walked again, and tools read strictly
 // before are not read again.
 func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations, r wire.Repeats) (*wire.Members, error) {
-	m, err := wire.ReadRequest(body, requestShape, Items, known, d.KnownValue("chat"), r)
+	m, err := wire.ReadRequest(body, requestShape, wire.Items{Name: Items, Calls: historyCalls}, known, d.KnownValue("chat"), r)
 	if err != nil {
 		return nil, err
 	}

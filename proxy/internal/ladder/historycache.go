@@ -296,6 +296,16 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // found) are not walked. The body comes back unchanged, byte for byte, when
 // nothing needed mending.
 func MendHistory(mb *wire.Members, t *HistoryUse, each func(m *HistoryMender, item gjson.Result)) ([]byte, []repair.Edit, error) {
+	return MendHistoryCalls(mb, t, each, nil)
+}
+
+// MendHistoryCalls is MendHistory for a format whose reading records where
+// the calls of its items are (wire.Members.Calls): when they were recorded,
+// calls, not each, is handed each item that holds a call (its text, in
+// place: see wire.Members.Unparsed) with those calls, in the body's order,
+// and an item without one is not handed over. It must do what each does
+// with the item.
+func MendHistoryCalls(mb *wire.Members, t *HistoryUse, each func(m *HistoryMender, item gjson.Result), calls func(m *HistoryMender, mb *wire.Members, item gjson.Result, calls []wire.Call)) ([]byte, []repair.Edit, error) {
 	body, items := mb.Body(), mb.ItemsValue()
 	m := NewHistoryMender()
 	spans, ok := mb.Items()
@@ -332,8 +342,25 @@ func MendHistory(mb *wire.Members, t *HistoryUse, each func(m *HistoryMender, it
 	// longest prefix found to need nothing is remembered.
 	known := c.longest(keys)
 	clean := known
+	cs, byCalls := mb.Calls()
+	byCalls = byCalls && calls != nil
+	j := 0 // the first call of an item at or after the next
 	for i := known + 1; i < len(spans); i++ {
-		each(m, mb.Item(spans[i]))
+		if byCalls {
+			for j < len(cs) && cs[j].Item < i {
+				j++
+			}
+			k := j
+			for k < len(cs) && cs[k].Item == i {
+				k++
+			}
+			if k > j {
+				calls(m, mb, mb.Unparsed(spans[i]), cs[j:k])
+			}
+			j = k
+		} else {
+			each(m, mb.Item(spans[i]))
+		}
 		if !m.unsure {
 			clean = i
 		}

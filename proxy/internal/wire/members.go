@@ -42,7 +42,44 @@ type Members struct {
 	// rep is the template the body repeated or became, when read through
 	// Repeats (see Place).
 	rep repeat
+
+	// callIn names the members of an item that hold calls, whose places a
+	// strict reading records in calls (see Calls); callsOK is set when it
+	// recorded them all.
+	callIn  []CallMember
+	calls   []Call
+	callsOK bool
 }
+
+// Items names the member of a request whose items a Members records (Name,
+// "" for none) and, in each item, the members that hold calls (Calls: see
+// Members.Calls).
+type Items struct {
+	Name  string
+	Calls []CallMember
+}
+
+// A CallMember names a member of an item that holds calls: an array whose
+// objects are calls or, when One, an object that is a call.
+type CallMember struct {
+	Name string
+	One  bool
+}
+
+// A Call is where a call is in the body: an object of the item of index
+// Item among Items, under the CallMember of index Member.
+type Call struct {
+	Item, Member int
+	Span
+}
+
+// MaxCalls bounds the calls whose places a Members records; past it none
+// is (Calls reports false), and the readers of the items walk them.
+const MaxCalls = 4 * MaxItems
+
+// maxPooledCalls bounds the room for calls a Members keeps for its next
+// body, as maxPooledMembers does for its members.
+const maxPooledCalls = 256
 
 // recording returns m's room for a strict reading's record of its
 // strings and numbers, emptied.
@@ -94,7 +131,7 @@ const MaxItems = 4096
 // reuse when the request no longer needs it.
 func NewMembers(items string) *Members {
 	m := membersPool.Get().(*Members)
-	m.items = items
+	m.items, m.callIn = items, nil
 	return m
 }
 
@@ -211,6 +248,36 @@ func (m *Members) result(s Span) gjson.Result {
 // after it.
 func (m *Members) Items() ([]Span, bool) { return m.spans, m.itemsOK }
 
+// Calls returns where the calls in the items are, in the body's order, and
+// whether they were recorded: only by a strict reading asked for the
+// members that hold calls (see Items), of items it recorded, holding at
+// most MaxCalls calls; not for a body read as a template it repeats. Only
+// objects are calls: an array's other values, and a member of another
+// kind than its CallMember says, hold none.
+func (m *Members) Calls() ([]Call, bool) { return m.calls, m.callsOK && m.itemsOK }
+
+// callMember is the index of name among the members that hold calls, or -1.
+func (m *Members) callMember(name []byte) int {
+	for i, c := range m.callIn {
+		if c.Name == string(name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// recordCall records a call of the member of index c, from start to where
+// the reading is, in the item about to be recorded.
+func (m *Members) recordCall(c, start, end int) {
+	switch {
+	case !m.callsOK:
+	case len(m.calls) == MaxCalls:
+		m.calls, m.callsOK = m.calls[:0], false
+	default:
+		m.calls = append(m.calls, Call{Item: len(m.spans), Member: c, Span: m.span(start, end)})
+	}
+}
+
 // Known is the length of the prefix of the items, from their array's '[',
 // that the strict reading skipped as read before (see KnownPrefix); 0 when
 // it read every item.
@@ -223,6 +290,10 @@ func (m *Members) reset(body []byte) {
 		m.top = nil
 	}
 	m.spans = m.spans[:0]
+	m.calls, m.callsOK = m.calls[:0], false
+	if cap(m.calls) > maxPooledCalls {
+		m.calls = nil
+	}
 	m.itemsOK = false
 	m.object = false
 	m.overflow = false
@@ -261,15 +332,17 @@ func (k skipRead) pos(off int) int {
 }
 
 // ReadRequest reads a request body strictly (see StrictMembers), recording
-// its members and the items of the member items, and requires an object.
+// its members, the items of the member items names and the calls in them,
+// and requires an object.
 // Its error is the client's (RequestUnreadable).
 //
 // known and value, if not nil, report a prefix of the items and values
 // read before, which are not read again (see StrictMembersKnown). r, if it
 // keeps templates, holds the client's last requests: a body that repeats
 // one is read as it was (see Templates).
-func ReadRequest(body []byte, s Shape, items string, known KnownPrefix, value KnownValue, r Repeats) (*Members, error) {
-	m := NewMembers(items)
+func ReadRequest(body []byte, s Shape, items Items, known KnownPrefix, value KnownValue, r Repeats) (*Members, error) {
+	m := NewMembers(items.Name)
+	m.callIn = items.Calls
 	var err error
 	if r.c != nil {
 		_, err = r.read(body, s, m, known, value)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // readRequestKnown reads body with ReadRequest through r, with known
@@ -15,7 +17,7 @@ import (
 // error, the same members, and the items after what it skipped.
 func readRequestKnown(t *testing.T, r Repeats, body, seed []byte, end int) {
 	t.Helper()
-	full, ferr := ReadRequest(body, membersShape, "messages", nil, nil, Repeats{})
+	full, ferr := ReadRequest(body, membersShape, testItems, nil, nil, Repeats{})
 	defer full.Release()
 	var known KnownPrefix
 	var value KnownValue
@@ -37,7 +39,7 @@ func readRequestKnown(t *testing.T, r Repeats, body, seed []byte, end int) {
 			return len(tools)
 		}
 	}
-	m, err := ReadRequest(body, membersShape, "messages", known, value, r)
+	m, err := ReadRequest(body, membersShape, testItems, known, value, r)
 	defer m.Release()
 	if fmt.Sprint(err) != fmt.Sprint(ferr) {
 		t.Fatalf("%q (seed %q): error %v, in full %v", body, seed, err, ferr)
@@ -56,6 +58,59 @@ func readRequestKnown(t *testing.T, r Repeats, body, seed []byte, end int) {
 	}
 	if ok != fok || !slices.Equal(spans, fspans[skipped:]) {
 		t.Fatalf("%q with %d bytes known: items %v (%v), in full %v (%v)", body, m.Known(), spans, ok, fspans, fok)
+	}
+	checkCalls(t, full)
+	// The calls of the items read, as the full reading records them; none
+	// recorded for a request read as a template it repeats.
+	calls, cok := m.Calls()
+	fcalls, fcok := full.Calls()
+	var want []Call
+	for _, c := range fcalls {
+		if c.Item >= skipped {
+			c.Item -= skipped
+			want = append(want, c)
+		}
+	}
+	if cok && (!fcok || !slices.Equal(calls, want)) || !cok && fcok && (m.rep.tp == nil || m.rep.full) {
+		t.Fatalf("%q with %d bytes known: calls %v (%v), in full %v (%v)", body, m.Known(), calls, cok, want, fcok)
+	}
+}
+
+// testItems are the items readRequestKnown reads: messages, whose calls
+// are the objects of their tool_calls arrays and their function_call.
+var testItems = Items{Name: "messages", Calls: []CallMember{{Name: "tool_calls"}, {Name: "function_call", One: true}}}
+
+// checkCalls checks that the calls m recorded are those gjson finds in its
+// items: each object of an item's tool_calls array, and its function_call
+// object, in the body's order.
+func checkCalls(t *testing.T, m *Members) {
+	t.Helper()
+	spans, ok := m.Items()
+	calls, cok := m.Calls()
+	if cok != ok {
+		t.Fatalf("%q: calls recorded %v, items %v", m.Body(), cok, ok)
+	}
+	if !ok {
+		return
+	}
+	var want []Call
+	for i, s := range spans {
+		item := m.Item(s)
+		var found []Call
+		item.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+			if item.Get("tool_calls").IsArray() && c.IsObject() {
+				found = append(found, Call{Item: i, Member: 0, Span: Span{c.Index, c.Index + len(c.Raw)}})
+			}
+			return true
+		})
+		if fc := item.Get("function_call"); fc.IsObject() {
+			found = append(found, Call{Item: i, Member: 1, Span: Span{fc.Index, fc.Index + len(fc.Raw)}})
+		}
+		slices.SortFunc(found, func(a, b Call) int { return a.Start - b.Start })
+		want = append(want, found...)
+	}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("%q: calls %v, gjson finds %v", m.Body(), calls, want)
 	}
 }
 
@@ -177,7 +232,7 @@ func BenchmarkReadRequest(b *testing.B) {
 				}
 				b.ReportAllocs()
 				for i := 0; b.Loop(); i++ {
-					m, err := ReadRequest(c.bodies[i%len(c.bodies)], membersShape, "messages", nil, nil, r)
+					m, err := ReadRequest(c.bodies[i%len(c.bodies)], membersShape, Items{Name: "messages"}, nil, nil, r)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -484,10 +484,17 @@ func walkItems(d *jsontext.Decoder, s Shape, m *Members) error {
 		return syntaxError(d, err)
 	}
 	m.itemsOK = true
+	m.callsOK = m.callIn != nil
 	in := m.input()
 	for k := d.PeekKind(); k != ']' && k != 0; k = d.PeekKind() {
 		start := valueStart(in, int(d.InputOffset()))
-		if err := walkStrict(d, s, m.scalars); err != nil {
+		var err error
+		if k == '{' && m.callIn != nil {
+			err = walkItem(d, s, m)
+		} else {
+			err = walkStrict(d, s, m.scalars)
+		}
+		if err != nil {
 			return err
 		}
 		if len(m.spans) == MaxItems {
@@ -495,6 +502,63 @@ func walkItems(d *jsontext.Decoder, s Shape, m *Members) error {
 		}
 		if m.itemsOK {
 			m.spans = append(m.spans, m.span(start, int(d.InputOffset())))
+		}
+	}
+	if _, err := d.ReadToken(); err != nil { // ']'
+		return syntaxError(d, err)
+	}
+	return nil
+}
+
+// walkItem is walkStrict for an object among the items, recording where
+// the calls are under the members that hold them (see Members.Calls).
+func walkItem(d *jsontext.Decoder, s Shape, m *Members) error {
+	if _, err := d.ReadToken(); err != nil { // '{'
+		return syntaxError(d, err)
+	}
+	in := m.input()
+	for d.PeekKind() == '"' {
+		n, child, err := memberName(d, s)
+		if err != nil {
+			return err
+		}
+		c := m.callMember(n)
+		switch {
+		case c < 0:
+			err = walkStrict(d, child, m.scalars)
+		case m.callIn[c].One && d.PeekKind() == '{':
+			start := valueStart(in, int(d.InputOffset()))
+			err = walkStrict(d, child, m.scalars)
+			m.recordCall(c, start, int(d.InputOffset()))
+		case !m.callIn[c].One && d.PeekKind() == '[':
+			err = walkCalls(d, child, m, c)
+		default:
+			err = walkStrict(d, child, m.scalars)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := d.ReadToken(); err != nil { // '}'
+		return syntaxError(d, err)
+	}
+	return nil
+}
+
+// walkCalls is walkStrict for an array of calls, of the call member of
+// index c, recording where each of its objects is.
+func walkCalls(d *jsontext.Decoder, s Shape, m *Members, c int) error {
+	if _, err := d.ReadToken(); err != nil { // '['
+		return syntaxError(d, err)
+	}
+	in := m.input()
+	for k := d.PeekKind(); k != ']' && k != 0; k = d.PeekKind() {
+		start := valueStart(in, int(d.InputOffset()))
+		if err := walkStrict(d, s, m.scalars); err != nil {
+			return err
+		}
+		if k == '{' {
+			m.recordCall(c, start, int(d.InputOffset()))
 		}
 	}
 	if _, err := d.ReadToken(); err != nil { // ']'
