@@ -23,7 +23,10 @@ func MendHistory(m *wire.Members, t *ladder.HistoryUse) ([]byte, []repair.Edit, 
 // historyCalls are the members of a message that hold its calls, whose
 // places the strict reading records (see wire.Members.Calls), each at the
 // index a wire.Call names it by.
-var historyCalls = []wire.CallMember{toolCalls: {Name: "tool_calls"}, functionCall: {Name: "function_call", One: true}}
+var historyCalls = []wire.CallMember{
+	toolCalls:    {Name: "tool_calls", Args: []string{"function", "arguments"}},
+	functionCall: {Name: "function_call", One: true, Args: []string{"arguments"}},
+}
 
 const (
 	toolCalls = iota
@@ -39,15 +42,30 @@ func mendCalls(m *ladder.HistoryMender, mb *wire.Members, msg gjson.Result, call
 	}
 	for _, c := range calls {
 		if c.Member == toolCalls {
-			mendCall(m, mb.Item(c.Span))
+			mendRecorded(m, mb, c, "function")
 		}
 	}
 	for _, c := range calls {
 		if c.Member == functionCall {
-			fc := mb.Item(c.Span)
-			m.Call(fc.Get("arguments"), fc)
+			mendRecorded(m, mb, c, "")
 		}
 	}
+}
+
+// mendRecorded hands the arguments of c to m where the strict reading
+// found them, with no lookup; when they are missing, the object that
+// would hold them (c's member in, or c itself for ""), for Call to add
+// them.
+func mendRecorded(m *ladder.HistoryMender, mb *wire.Members, c wire.Call, in string) {
+	if c.Args.End > 0 {
+		m.Call(mb.Item(c.Args), gjson.Result{})
+		return
+	}
+	obj := mb.Item(c.Span)
+	if in != "" {
+		obj = obj.Get(in)
+	}
+	m.Call(gjson.Result{}, obj)
 }
 
 // mendMessage hands the calls of one message to m.

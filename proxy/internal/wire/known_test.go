@@ -16,7 +16,7 @@ var (
 		`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"a \"b\" \u00e9"},{"role":"user","content":"c"}],"tools":[{"type":"function"}]}`,
 		" {\n \"model\" :\t\"x\" , \"messages\" : [ {\"role\":\"user\"} ,\n [2] ,\"s\", null , {\"content\":{\"a\":[1,{\"b\":2}]}} ] ,\"n\":1.5e3}\n",
 		`{"tools":[{"type":"function"}],"messages":[{"role":"system"},{"role":"user","content":[{"type":"text","text":"x"}]}]}`,
-		`{"model":"m","messages":[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"a","function":{"arguments":"{}"}}, 1 ,[{"id":"b"}],{"id":"c"}]},{"role":"assistant","function_call":{"name":"f"},"tool_c\u0061lls":[{}]},{"tool_calls":{"id":"d"},"function_call":[{"id":"e"}]}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"a","function":{"arguments":"{}"}}, 1 ,[{"id":"b"}],{"id":"c"}]},{"role":"assistant","function_call":{"name":"f"},"tool_c\u0061lls":[{}]},{"tool_calls":{"id":"d"},"function_call":[{"id":"e"}]},{"role":"assistant","tool_calls":[{"function":[{"arguments":"{}"}]},{"function":"{\"arguments\":1}"},{"f\u0075nction":{"name":"g","\u0061rguments":{"a":1}}},{"function":{"x":{"arguments":1},"arguments":null}}],"function_call":{"arguments":7}}]}`,
 	}
 	knownTails = []string{
 		`]}`,

@@ -60,17 +60,23 @@ type Items struct {
 }
 
 // A CallMember names a member of an item that holds calls: an array whose
-// objects are calls or, when One, an object that is a call.
+// objects are calls or, when One, an object that is a call. Args, if not
+// empty, are the names of the members down from a call to its arguments,
+// through objects, whose place is recorded too.
 type CallMember struct {
 	Name string
 	One  bool
+	Args []string
 }
 
 // A Call is where a call is in the body: an object of the item of index
-// Item among Items, under the CallMember of index Member.
+// Item among Items, under the CallMember of index Member; and where its
+// arguments are (Args: at the end of its CallMember's Args, through
+// objects), an empty Span when they are not there.
 type Call struct {
 	Item, Member int
 	Span
+	Args Span
 }
 
 // MaxCalls bounds the calls whose places a Members records; past it none
@@ -266,15 +272,19 @@ func (m *Members) callMember(name []byte) int {
 	return -1
 }
 
-// recordCall records a call of the member of index c, from start to where
-// the reading is, in the item about to be recorded.
-func (m *Members) recordCall(c, start, end int) {
+// recordCall records a call of the member of index c, from start to end
+// of the input, with its arguments at args (of the input; empty for none),
+// in the item about to be recorded.
+func (m *Members) recordCall(c, start, end int, args Span) {
 	switch {
 	case !m.callsOK:
 	case len(m.calls) == MaxCalls:
 		m.calls, m.callsOK = m.calls[:0], false
 	default:
-		m.calls = append(m.calls, Call{Item: len(m.spans), Member: c, Span: m.span(start, end)})
+		if args.End > 0 {
+			args = m.span(args.Start, args.End)
+		}
+		m.calls = append(m.calls, Call{Item: len(m.spans), Member: c, Span: m.span(start, end), Args: args})
 	}
 }
 

@@ -78,11 +78,14 @@ func readRequestKnown(t *testing.T, r Repeats, body, seed []byte, end int) {
 
 // testItems are the items readRequestKnown reads: messages, whose calls
 // are the objects of their tool_calls arrays and their function_call.
-var testItems = Items{Name: "messages", Calls: []CallMember{{Name: "tool_calls"}, {Name: "function_call", One: true}}}
+var testItems = Items{Name: "messages", Calls: []CallMember{
+	{Name: "tool_calls", Args: []string{"function", "arguments"}},
+	{Name: "function_call", One: true, Args: []string{"arguments"}},
+}}
 
 // checkCalls checks that the calls m recorded are those gjson finds in its
 // items: each object of an item's tool_calls array, and its function_call
-// object, in the body's order.
+// object, in the body's order; and their arguments where gjson finds them.
 func checkCalls(t *testing.T, m *Members) {
 	t.Helper()
 	spans, ok := m.Items()
@@ -99,12 +102,12 @@ func checkCalls(t *testing.T, m *Members) {
 		var found []Call
 		item.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
 			if item.Get("tool_calls").IsArray() && c.IsObject() {
-				found = append(found, Call{Item: i, Member: 0, Span: Span{c.Index, c.Index + len(c.Raw)}})
+				found = append(found, Call{Item: i, Member: 0, Span: Span{c.Index, c.Index + len(c.Raw)}, Args: spanOf(c.Get("function.arguments"))})
 			}
 			return true
 		})
 		if fc := item.Get("function_call"); fc.IsObject() {
-			found = append(found, Call{Item: i, Member: 1, Span: Span{fc.Index, fc.Index + len(fc.Raw)}})
+			found = append(found, Call{Item: i, Member: 1, Span: Span{fc.Index, fc.Index + len(fc.Raw)}, Args: spanOf(fc.Get("arguments"))})
 		}
 		slices.SortFunc(found, func(a, b Call) int { return a.Start - b.Start })
 		want = append(want, found...)
@@ -241,4 +244,12 @@ func BenchmarkReadRequest(b *testing.B) {
 			})
 		}
 	}
+}
+
+// spanOf is where v is, an empty Span when it is missing.
+func spanOf(v gjson.Result) Span {
+	if !v.Exists() {
+		return Span{}
+	}
+	return Span{v.Index, v.Index + len(v.Raw)}
 }

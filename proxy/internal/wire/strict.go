@@ -516,7 +516,6 @@ func walkItem(d *jsontext.Decoder, s Shape, m *Members) error {
 	if _, err := d.ReadToken(); err != nil { // '{'
 		return syntaxError(d, err)
 	}
-	in := m.input()
 	for d.PeekKind() == '"' {
 		n, child, err := memberName(d, s)
 		if err != nil {
@@ -527,9 +526,7 @@ func walkItem(d *jsontext.Decoder, s Shape, m *Members) error {
 		case c < 0:
 			err = walkStrict(d, child, m.scalars)
 		case m.callIn[c].One && d.PeekKind() == '{':
-			start := valueStart(in, int(d.InputOffset()))
-			err = walkStrict(d, child, m.scalars)
-			m.recordCall(c, start, int(d.InputOffset()))
+			err = walkCall(d, child, m, c)
 		case !m.callIn[c].One && d.PeekKind() == '[':
 			err = walkCalls(d, child, m, c)
 		default:
@@ -551,17 +548,67 @@ func walkCalls(d *jsontext.Decoder, s Shape, m *Members, c int) error {
 	if _, err := d.ReadToken(); err != nil { // '['
 		return syntaxError(d, err)
 	}
-	in := m.input()
 	for k := d.PeekKind(); k != ']' && k != 0; k = d.PeekKind() {
-		start := valueStart(in, int(d.InputOffset()))
-		if err := walkStrict(d, s, m.scalars); err != nil {
-			return err
-		}
+		var err error
 		if k == '{' {
-			m.recordCall(c, start, int(d.InputOffset()))
+			err = walkCall(d, s, m, c)
+		} else {
+			err = walkStrict(d, s, m.scalars)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if _, err := d.ReadToken(); err != nil { // ']'
+		return syntaxError(d, err)
+	}
+	return nil
+}
+
+// walkCall is walkStrict for a call, an object, of the call member of
+// index c, recording where it is and where its arguments are.
+func walkCall(d *jsontext.Decoder, s Shape, m *Members, c int) error {
+	start := valueStart(m.input(), int(d.InputOffset()))
+	var args Span
+	if err := walkTo(d, s, m, m.callIn[c].Args, &args); err != nil {
+		return err
+	}
+	m.recordCall(c, start, int(d.InputOffset()), args)
+	return nil
+}
+
+// walkTo is walkStrict for an object, recording in at where the value at
+// the end of path is, when every member on the way to it is an object.
+func walkTo(d *jsontext.Decoder, s Shape, m *Members, path []string, at *Span) error {
+	if len(path) == 0 {
+		return walkStrict(d, s, m.scalars)
+	}
+	if _, err := d.ReadToken(); err != nil { // '{'
+		return syntaxError(d, err)
+	}
+	for d.PeekKind() == '"' {
+		n, child, err := memberName(d, s)
+		if err != nil {
+			return err
+		}
+		switch {
+		case string(n) != path[0]:
+			err = walkStrict(d, child, m.scalars)
+		case len(path) == 1:
+			start := valueStart(m.input(), int(d.InputOffset()))
+			if err = walkStrict(d, child, m.scalars); err == nil {
+				*at = Span{start, int(d.InputOffset())}
+			}
+		case d.PeekKind() == '{':
+			err = walkTo(d, child, m, path[1:], at)
+		default:
+			err = walkStrict(d, child, m.scalars)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if _, err := d.ReadToken(); err != nil { // '}'
 		return syntaxError(d, err)
 	}
 	return nil
