@@ -513,6 +513,24 @@ func walkItems(d *jsontext.Decoder, s Shape, m *Members) error {
 // walkItem is walkStrict for an object among the items, recording where
 // the calls are under the members that hold them (see Members.Calls).
 func walkItem(d *jsontext.Decoder, s Shape, m *Members) error {
+	return walkMembers(d, s, func(n []byte, child Shape) error {
+		switch c := m.callMember(n); {
+		case c < 0:
+			return walkStrict(d, child, m.scalars)
+		case m.callIn[c].One && d.PeekKind() == '{':
+			return walkCall(d, child, m, c)
+		case !m.callIn[c].One && d.PeekKind() == '[':
+			return walkCalls(d, child, m, c)
+		default:
+			return walkStrict(d, child, m.scalars)
+		}
+	})
+}
+
+// walkMembers reads an object from d, handing the name of each of its
+// members, and the Shape s gives its value, to value, which reads the
+// value.
+func walkMembers(d *jsontext.Decoder, s Shape, value func(name []byte, child Shape) error) error {
 	if _, err := d.ReadToken(); err != nil { // '{'
 		return syntaxError(d, err)
 	}
@@ -521,18 +539,7 @@ func walkItem(d *jsontext.Decoder, s Shape, m *Members) error {
 		if err != nil {
 			return err
 		}
-		c := m.callMember(n)
-		switch {
-		case c < 0:
-			err = walkStrict(d, child, m.scalars)
-		case m.callIn[c].One && d.PeekKind() == '{':
-			err = walkCall(d, child, m, c)
-		case !m.callIn[c].One && d.PeekKind() == '[':
-			err = walkCalls(d, child, m, c)
-		default:
-			err = walkStrict(d, child, m.scalars)
-		}
-		if err != nil {
+		if err := value(n, child); err != nil {
 			return err
 		}
 	}
@@ -583,35 +590,23 @@ func walkTo(d *jsontext.Decoder, s Shape, m *Members, path []string, at *Span) e
 	if len(path) == 0 {
 		return walkStrict(d, s, m.scalars)
 	}
-	if _, err := d.ReadToken(); err != nil { // '{'
-		return syntaxError(d, err)
-	}
-	for d.PeekKind() == '"' {
-		n, child, err := memberName(d, s)
-		if err != nil {
-			return err
-		}
+	return walkMembers(d, s, func(n []byte, child Shape) error {
 		switch {
 		case string(n) != path[0]:
-			err = walkStrict(d, child, m.scalars)
+			return walkStrict(d, child, m.scalars)
 		case len(path) == 1:
 			start := valueStart(m.input(), int(d.InputOffset()))
-			if err = walkStrict(d, child, m.scalars); err == nil {
-				*at = Span{start, int(d.InputOffset())}
+			if err := walkStrict(d, child, m.scalars); err != nil {
+				return err
 			}
+			*at = Span{start, int(d.InputOffset())}
+			return nil
 		case d.PeekKind() == '{':
-			err = walkTo(d, child, m, path[1:], at)
+			return walkTo(d, child, m, path[1:], at)
 		default:
-			err = walkStrict(d, child, m.scalars)
+			return walkStrict(d, child, m.scalars)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	if _, err := d.ReadToken(); err != nil { // '}'
-		return syntaxError(d, err)
-	}
-	return nil
+	})
 }
 
 // foldsTo reports whether a server matching member names without regard to
