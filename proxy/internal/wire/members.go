@@ -81,7 +81,7 @@ type Call struct {
 
 // MaxCalls bounds the calls whose places a Members records; past it none
 // is (Calls reports false), and the readers of the items walk them.
-const MaxCalls = 4 * MaxItems
+const MaxCalls = MaxItems
 
 // maxPooledCalls bounds the room for calls a Members keeps for its next
 // body, as maxPooledMembers does for its members.

@@ -253,3 +253,20 @@ func spanOf(v gjson.Result) Span {
 	}
 	return Span{v.Index, v.Index + len(v.Raw)}
 }
+
+// TestCallsPastMaxCalls: up to MaxCalls calls are recorded; past it none
+// is, and their readers walk the items.
+func TestCallsPastMaxCalls(t *testing.T) {
+	for _, n := range []int{MaxCalls, MaxCalls + 1} {
+		body := []byte(`{"messages":[{"role":"assistant","tool_calls":[` + strings.Repeat(`{},`, n-1) + `{}]}]}`)
+		m, err := ReadRequest(body, membersShape, testItems, nil, nil, Repeats{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls, ok := m.Calls()
+		if want := n <= MaxCalls; ok != want || ok && len(calls) != n || !ok && len(calls) != 0 {
+			t.Errorf("%d calls: %d recorded (%v)", n, len(calls), ok)
+		}
+		m.Release()
+	}
+}
