@@ -58,7 +58,7 @@ func mendCalls(m *ladder.HistoryMender, mb *wire.Members, msg gjson.Result, call
 // them.
 func mendRecorded(m *ladder.HistoryMender, mb *wire.Members, c wire.Call, in string) {
 	if c.Args.End > 0 {
-		m.Call(mb.Item(c.Args), gjson.Result{})
+		m.Call(mb.Unparsed(c.Args), gjson.Result{})
 		return
 	}
 	obj := mb.Item(c.Span)

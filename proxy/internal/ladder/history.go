@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/repair"
@@ -43,11 +44,37 @@ type HistoryMender struct {
 	// unsure: a call handed over was mended, or left unexamined by a
 	// bound, so the conversation up to it is not known to need nothing.
 	unsure bool
+	// text is the room a call's arguments are decoded into, reused.
+	text []byte
 }
+
+// maxHistoryText bounds the room for a call's text a HistoryMender keeps
+// for the next call.
+const maxHistoryText = 64 << 10
 
 // NewHistoryMender starts mending one request's history.
 func NewHistoryMender() *HistoryMender {
 	return &HistoryMender{budget: maxHistoryMendBytes}
+}
+
+// objectText reports whether args is a JSON string whose text is a JSON
+// object. Its text is decoded into m's room for it, kept for the next
+// call's, not into a string of its own; args may be unparsed (its text
+// and place alone: see wire.Members.Unparsed).
+func (m *HistoryMender) objectText(args gjson.Result) bool {
+	if len(args.Raw) < 2 || args.Raw[0] != '"' {
+		return false
+	}
+	text, err := jsontext.AppendUnquote(m.text[:0], args.Raw)
+	if err != nil {
+		// Not one jsontext reads: as gjson reads it.
+		s := gjson.Parse(args.Raw)
+		return s.Type == gjson.String && gjson.Valid(s.Str) && gjson.Parse(s.Str).IsObject()
+	}
+	if cap(text) <= maxHistoryText {
+		m.text = text
+	}
+	return gjson.ValidBytes(text) && wire.Parse(text).IsObject()
 }
 
 // repairs is the history's repair quota.
@@ -61,7 +88,7 @@ func (m *HistoryMender) Call(args, obj gjson.Result) {
 		m.unsure = true
 		return
 	}
-	if args.Type == gjson.String && gjson.Valid(args.Str) && gjson.Parse(args.Str).IsObject() {
+	if m.objectText(args) {
 		return
 	}
 	raw := args.Raw
