@@ -2,6 +2,7 @@ package ladder
 
 import (
 	"hash/maphash"
+	"math"
 	"sync"
 
 	"github.com/tidwall/gjson"
@@ -11,7 +12,8 @@ import (
 
 // HistoryCacheEntries bounds the prefixes a HistoryCache remembers. An
 // entry is a 16-byte key (no content), so the cache holds at most about
-// HistoryCacheEntries × 60 bytes with the map's overhead: under 1 MiB.
+// HistoryCacheEntries × 60 bytes with the map's overhead, and 64 KiB of
+// counters (see bloom): under 1 MiB.
 const HistoryCacheEntries = 8192
 
 // HistoryCache remembers conversation prefixes whose calls need no
@@ -41,6 +43,12 @@ type HistoryCache struct {
 	mu    sync.Mutex
 	set   map[prefixKey]struct{}
 	order ring[prefixKey] // the set's keys in the order they were added
+	// seen counts the set's keys in a counting Bloom filter: a key of
+	// which a counter is 0 is not in the set, known without looking it
+	// up there. A new conversation looks up a key for each of its items
+	// and finds none; in a set of thousands of keys each lookup missed
+	// the processor's caches.
+	seen bloom
 	// recent holds the prefixes learned last, by scope; scopes is the
 	// order its scopes came in, the oldest forgotten first past
 	// RecentScopes.
@@ -252,6 +260,9 @@ func (c *HistoryCache) longest(keys []prefixKey) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := len(keys) - 1; i >= 0; i-- {
+		if !c.seen.may(keys[i]) {
+			continue
+		}
 		if _, ok := c.set[keys[i]]; ok {
 			return i
 		}
@@ -267,8 +278,53 @@ func (c *HistoryCache) add(k prefixKey) {
 	}
 	if old, full := c.order.push(k, HistoryCacheEntries); full {
 		delete(c.set, old)
+		c.seen.remove(old)
 	}
 	c.set[k] = struct{}{}
+	c.seen.add(k)
+}
+
+// bloomSize is the counters of a bloom: 64 KiB, eight for each key the
+// set holds at most. Two counters a key: about one key in twenty not in a
+// full set is looked up there.
+const bloomSize = 8 * HistoryCacheEntries
+
+// A bloom is a counting Bloom filter of prefix keys: each key counted in
+// two counters. A counter that reaches its most stays there, never taken
+// down again: a key it counts may then be looked up in vain, but no key
+// the filter holds is ever said to be missing.
+type bloom [bloomSize]uint8
+
+// at is where k's two counters are: from its sum, a seeded hash already,
+// and its length.
+func (*bloom) at(k prefixKey) (uint64, uint64) {
+	x := k.sum ^ uint64(k.n)*0x9e3779b97f4a7c15
+	return x % bloomSize, (x >> 32) % bloomSize
+}
+
+// may reports whether k may have been added and not removed.
+func (b *bloom) may(k prefixKey) bool {
+	i, j := b.at(k)
+	return b[i] > 0 && b[j] > 0
+}
+
+func (b *bloom) add(k prefixKey) {
+	i, j := b.at(k)
+	for _, x := range [2]uint64{i, j} {
+		if b[x] < math.MaxUint8 {
+			b[x]++
+		}
+	}
+}
+
+// remove takes back an add of k.
+func (b *bloom) remove(k prefixKey) {
+	i, j := b.at(k)
+	for _, x := range [2]uint64{i, j} {
+		if b[x] < math.MaxUint8 {
+			b[x]--
+		}
+	}
 }
 
 // Scope is the hash of parts (the format, the client's credentials) that

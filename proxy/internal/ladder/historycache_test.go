@@ -3,6 +3,8 @@ package ladder
 import (
 	"bytes"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -242,4 +244,66 @@ func TestHistoryCacheRecentIsBounded(t *testing.T) {
 	if _, _, _, known := mendKnown(t, next(0), c, fmt.Sprint("scope ", RecentScopes-1)); known == 0 {
 		t.Errorf("the newest scope is not known")
 	}
+}
+
+// TestSeenHoldsEveryKey: the filter in front of the set never says a key
+// the set holds is missing, as keys come and the oldest go, nor after its
+// counters saturate (three hundred keys on the same two counters); and it
+// lets few missing keys through to the set.
+func TestSeenHoldsEveryKey(t *testing.T) {
+	c := NewHistoryCache()
+	check := func() {
+		t.Helper()
+		for k := range c.set {
+			if !c.seen.may(k) {
+				t.Fatalf("key %+v is in the set, the filter says it is not", k)
+			}
+		}
+	}
+	// Three hundred and one keys on the same two counters (their sums
+	// differ only in bits neither counter's place reads), then enough
+	// others to push out the first three hundred: the last must still be
+	// found.
+	same := func(v uint64) prefixKey { return prefixKey{sum: 0x1234_0000_5678 | v<<16} }
+	for v := range uint64(301) {
+		c.add(same(v))
+	}
+	if i, j := c.seen.at(same(0)); c.seen[i] != math.MaxUint8 || c.seen[j] != math.MaxUint8 {
+		t.Fatalf("counters %d, %d: not saturated", c.seen[i], c.seen[j])
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	for range HistoryCacheEntries - 1 {
+		c.add(prefixKey{sum: r.Uint64(), n: 1})
+	}
+	if _, ok := c.set[same(0)]; ok {
+		t.Fatal("the oldest key was not pushed out")
+	}
+	if _, ok := c.set[same(300)]; !ok {
+		t.Fatal("the newest key on the saturated counters was pushed out")
+	}
+	check()
+	for v := range uint64(3 * HistoryCacheEntries) {
+		c.add(prefixKey{sum: r.Uint64(), n: int(v % 5000)})
+		if v%1000 == 0 {
+			check()
+		}
+	}
+	check()
+	if len(c.set) != HistoryCacheEntries {
+		t.Fatalf("the set holds %d keys", len(c.set))
+	}
+	// Keys never added, of random sums as a seeded hash gives them: about
+	// one in sixteen passes the filter (a quarter of the counters are
+	// taken, and a key has two).
+	through := 0
+	r = rand.New(rand.NewPCG(1, 2))
+	for range 100_000 {
+		if c.seen.may(prefixKey{sum: r.Uint64(), n: 7}) {
+			through++
+		}
+	}
+	if through > 10_000 {
+		t.Errorf("%d of 100,000 keys never added pass the filter", through)
+	}
+	t.Logf("%d of 100,000 keys never added pass the filter", through)
 }
