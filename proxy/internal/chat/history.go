@@ -33,6 +33,10 @@ const (
 	functionCall
 )
 
+// toolCallArgs is the path to a tool call's arguments that the walk of a
+// message looks up, the one the strict reading records (historyCalls).
+var toolCallArgs = strings.Join(historyCalls[toolCalls].Args, ".")
+
 // mendCalls is mendMessage for a message whose calls' places the strict
 // reading recorded: those of its tool_calls, then its function_call, as
 // mendMessage hands them over.
@@ -42,7 +46,7 @@ func mendCalls(m *ladder.HistoryMender, mb *wire.Members, msg gjson.Result, call
 	}
 	for _, c := range calls {
 		if c.Member == toolCalls {
-			mendRecorded(m, mb, c, "function")
+			mendRecorded(m, mb, c, historyCalls[toolCalls].Args[0])
 		}
 	}
 	for _, c := range calls {
@@ -106,9 +110,9 @@ func mendMessage(m *ladder.HistoryMender, msg gjson.Result) {
 // to m: found by one lookup, not one for the function and another in it;
 // the function object only when they are missing, for Call to add them.
 func mendCall(m *ladder.HistoryMender, c gjson.Result) {
-	args, fn := c.Get("function.arguments"), gjson.Result{}
+	args, fn := c.Get(toolCallArgs), gjson.Result{}
 	if !args.Exists() {
-		fn = c.Get("function")
+		fn = c.Get(historyCalls[toolCalls].Args[0])
 	}
 	m.Call(args, fn)
 }
