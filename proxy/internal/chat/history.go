@@ -41,35 +41,19 @@ var toolCallArgs = strings.Join(historyCalls[toolCalls].Args, ".")
 // reading recorded: those of its tool_calls, then its function_call, as
 // mendMessage hands them over.
 func mendCalls(m *ladder.HistoryMender, mb *wire.Members, msg gjson.Result, calls []wire.Call) {
-	if role(msg) != "assistant" {
+	if ladder.Role(msg) != "assistant" {
 		return
 	}
 	for _, c := range calls {
 		if c.Member == toolCalls {
-			mendRecorded(m, mb, c, historyCalls[toolCalls].Args[0])
+			m.CallAt(mb, c, historyCalls[toolCalls].Args[0])
 		}
 	}
 	for _, c := range calls {
 		if c.Member == functionCall {
-			mendRecorded(m, mb, c, "")
+			m.CallAt(mb, c, "")
 		}
 	}
-}
-
-// mendRecorded hands the arguments of c to m where the strict reading
-// found them, with no lookup; when they are missing, the object that
-// would hold them (c's member in, or c itself for ""), for Call to add
-// them.
-func mendRecorded(m *ladder.HistoryMender, mb *wire.Members, c wire.Call, in string) {
-	if c.Args.End > 0 {
-		m.Call(mb.Unparsed(c.Args), gjson.Result{})
-		return
-	}
-	obj := mb.Item(c.Span)
-	if in != "" {
-		obj = obj.Get(in)
-	}
-	m.Call(gjson.Result{}, obj)
 }
 
 // mendMessage hands the calls of one message to m.
@@ -80,7 +64,7 @@ func mendMessage(m *ladder.HistoryMender, msg gjson.Result) {
 	// are not an assistant's, and their role comes first. An assistant's
 	// members are then read in one pass. (A name given twice was refused
 	// by the strict reading.)
-	if role(msg) != "assistant" {
+	if ladder.Role(msg) != "assistant" {
 		return
 	}
 	var tcs, fc gjson.Result
@@ -116,25 +100,3 @@ func mendCall(m *ladder.HistoryMender, c gjson.Result) {
 	}
 	m.Call(args, fn)
 }
-
-// role is a message's role. Read from its first bytes when they are
-// {"role":" and a word of lowercase letters and its closing quote, as
-// clients write it: the message was read strictly, so that is its only
-// member of that name, and its value whole. Any other message is looked up.
-func role(msg gjson.Result) string {
-	const lead = `{"role":"`
-	if r := msg.Raw; strings.HasPrefix(r, lead) {
-		for i := len(lead); i < min(len(r), len(lead)+maxRole); i++ {
-			if c := r[i]; c == '"' {
-				return r[len(lead):i]
-			} else if c < 'a' || c > 'z' {
-				break
-			}
-		}
-	}
-	return msg.Get("role").Str
-}
-
-// maxRole bounds the role read from a message's first bytes: the longest
-// role, "assistant", and more.
-const maxRole = 16

@@ -124,6 +124,22 @@ func (m *HistoryMender) Call(args, obj gjson.Result) {
 	}
 }
 
+// CallAt is Call for a call whose place the strict reading recorded (see
+// wire.Members.Calls): its arguments where the reading found them, with no
+// lookup; when they are missing, the object that would hold them (the
+// call's member in, or the call itself for "") for Call to add them.
+func (m *HistoryMender) CallAt(mb *wire.Members, c wire.Call, in string) {
+	if c.Args.End > 0 {
+		m.Call(mb.Unparsed(c.Args), gjson.Result{})
+		return
+	}
+	obj := mb.Item(c.Span)
+	if in != "" {
+		obj = obj.Get(in)
+	}
+	m.Call(gjson.Result{}, obj)
+}
+
 // Body returns the mended body and the edits made: body itself, byte for
 // byte, when nothing needed mending. A mended body that cannot be built is
 // an error.
@@ -165,3 +181,27 @@ func (m *HistoryMender) Input(in gjson.Result) {
 	m.fixes = append(m.fixes, wire.Splice{Start: in.Index, End: in.Index + len(in.Raw), With: obj})
 	m.edits = append(m.edits, append([]repair.Edit{{Kind: repair.KindDoubleEncoded, Before: wire.Clip(in.Raw, 200)}}, e...)...)
 }
+
+// Role is a conversation item's role, for an item read strictly: from its
+// first bytes when they are {"role":" and a word of lowercase letters and
+// its closing quote, as clients write it (the strict reading refused a name
+// given twice, so that is the item's only member of that name, and its
+// value whole); any other item by a lookup. Most items of a history are not
+// the assistant's, and their role comes first.
+func Role(msg gjson.Result) string {
+	const lead = `{"role":"`
+	if r := msg.Raw; strings.HasPrefix(r, lead) {
+		for i := len(lead); i < min(len(r), len(lead)+maxRole); i++ {
+			if c := r[i]; c == '"' {
+				return r[len(lead):i]
+			} else if c < 'a' || c > 'z' {
+				break
+			}
+		}
+	}
+	return msg.Get("role").Str
+}
+
+// maxRole bounds the role read from an item's first bytes: the longest
+// role, "assistant", and more.
+const maxRole = 16
