@@ -444,6 +444,7 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","tools":` + faulty.ClickTools + `,"messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"click","arguments":"{\"selector\": \"#a\""}},{"function":{"arguments":{"a":1}}}]},{"role":"assistant","function_call":{"name":"click","arguments":"` + "```" + `json\n{}` + "```" + `"}}]}`))
 	f.Add([]byte(`{"functions":[{"name":"f"}],"messages":[]}`))
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","tool_calls":[{"function":{"arguments":"{'a':1}"}}]},{"role":"assistant","function_call":{"name":"f","arguments":"{'b':2}"},"tool_calls":[{"function":{"name":"g","arguments":"{'a':1}"}},{"function":{"name":"h"}},{"id":"x"}]},{"role":"assistant","tool_calls":[{"function":[{"arguments":"{'c':1}"}]},{"f\u0075nction":{"name":"g","\u0061rguments":"{'d':1}"}},{"function":{"x":{"arguments":"{'e':1}"}}}]}]}`))
+	f.Add([]byte(`{"messages":[{"role":"assistant","tool_calls":["x",1,[{"function":{"arguments":"{'a':1}"}}],{"function":{"arguments":"{'b':1}"}},{}]}]}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		chat.NewRequest(wire.ReadMembers(in, chat.Items), nil, true)
 		m, err := chat.Read(in, nil, nil, wire.Repeats{})

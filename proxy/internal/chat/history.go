@@ -45,7 +45,8 @@ func mendCalls(m *ladder.HistoryMender, mb *wire.Members, msg gjson.Result, call
 		return
 	}
 	for _, c := range calls {
-		if c.Member == toolCalls {
+		// A value of tool_calls that is not an object is no call.
+		if c.Member == toolCalls && mb.Body()[c.Start] == '{' {
 			m.CallAt(mb, c, historyCalls[toolCalls].Args[0])
 		}
 	}

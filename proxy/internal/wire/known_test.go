@@ -17,6 +17,7 @@ var (
 		" {\n \"model\" :\t\"x\" , \"messages\" : [ {\"role\":\"user\"} ,\n [2] ,\"s\", null , {\"content\":{\"a\":[1,{\"b\":2}]}} ] ,\"n\":1.5e3}\n",
 		`{"tools":[{"type":"function"}],"messages":[{"role":"system"},{"role":"user","content":[{"type":"text","text":"x"}]}]}`,
 		`{"model":"m","messages":[{"role":"user","content":"go"},{"role":"assistant","tool_calls":[{"id":"a","function":{"arguments":"{}"}}, 1 ,[{"id":"b"}],{"id":"c"}]},{"role":"assistant","function_call":{"name":"f"},"tool_c\u0061lls":[{}]},{"tool_calls":{"id":"d"},"function_call":[{"id":"e"}]},{"role":"assistant","tool_calls":[{"function":[{"arguments":"{}"}]},{"function":"{\"arguments\":1}"},{"f\u0075nction":{"name":"g","\u0061rguments":{"a":1}}},{"function":{"x":{"arguments":1},"arguments":null}}],"function_call":{"arguments":7}}]}`,
+		`{"messages":[{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"tool_use","id":"t","input":{"a":[1]}},"s",[{"type":"x"}],{"t\u0079pe":"tool_use","input":"{}"},{"input":1,"type":2},{}]},{"type":"function_call","arguments":"{}","name":"f"},{"arguments":{"a":1},"type":"message"},3]}`,
 	}
 	knownTails = []string{
 		`]}`,

@@ -60,23 +60,28 @@ type Items struct {
 }
 
 // A CallMember names a member of an item that holds calls: an array whose
-// objects are calls or, when One, an object that is a call. Args, if not
+// values are calls (each recorded; those that are not objects have no
+// members) or, when One, an object that is a call. Name "" is the item
+// itself, when an object, and must be the only CallMember. Args, if not
 // empty, are the names of the members down from a call to its arguments,
-// through objects, whose place is recorded too.
+// through objects, whose place is recorded too; Type, if not "", the name
+// of a member of the call whose place is recorded (Call.Type).
 type CallMember struct {
 	Name string
 	One  bool
 	Args []string
+	Type string
 }
 
-// A Call is where a call is in the body: an object of the item of index
-// Item among Items, under the CallMember of index Member; and where its
+// A Call is where a call is in the body: a value of the item of index
+// Item among Items, under the CallMember of index Member; where its
 // arguments are (Args: at the end of its CallMember's Args, through
-// objects), an empty Span when they are not there.
+// objects) and where its Type member is, an empty Span for each that is
+// not there.
 type Call struct {
 	Item, Member int
 	Span
-	Args Span
+	Args, Type Span
 }
 
 // MaxCalls bounds the calls whose places a Members records; past it none
@@ -257,10 +262,19 @@ func (m *Members) Items() ([]Span, bool) { return m.spans, m.itemsOK }
 // Calls returns where the calls in the items are, in the body's order, and
 // whether they were recorded: only by a strict reading asked for the
 // members that hold calls (see Items), of items it recorded, holding at
-// most MaxCalls calls; not for a body read as a template it repeats. Only
-// objects are calls: an array's other values, and a member of another
-// kind than its CallMember says, hold none.
+// most MaxCalls calls; not for a body read as a template it repeats. Every
+// value of a call array is recorded, objects or not; a member of another
+// kind than its CallMember says holds none.
 func (m *Members) Calls() ([]Call, bool) { return m.calls, m.callsOK && m.itemsOK }
+
+// TypeOf is the value of c's Type member (see CallMember), as Get reads a
+// value; none when c has no such member.
+func (m *Members) TypeOf(c Call) gjson.Result {
+	if c.Type.End == 0 {
+		return gjson.Result{}
+	}
+	return m.result(c.Type)
+}
 
 // callMember is the index of name among the members that hold calls, or -1.
 func (m *Members) callMember(name []byte) int {
@@ -273,19 +287,25 @@ func (m *Members) callMember(name []byte) int {
 }
 
 // recordCall records a call of the member of index c, from start to end
-// of the input, with its arguments at args (of the input; empty for none),
-// in the item about to be recorded.
-func (m *Members) recordCall(c, start, end int, args Span) {
+// of the input, with its arguments at args and its Type member at typ (of
+// the input; empty for none), in the item about to be recorded.
+func (m *Members) recordCall(c, start, end int, args, typ Span) {
 	switch {
 	case !m.callsOK:
 	case len(m.calls) == MaxCalls:
 		m.calls, m.callsOK = m.calls[:0], false
 	default:
-		if args.End > 0 {
-			args = m.span(args.Start, args.End)
-		}
-		m.calls = append(m.calls, Call{Item: len(m.spans), Member: c, Span: m.span(start, end), Args: args})
+		m.calls = append(m.calls, Call{Item: len(m.spans), Member: c, Span: m.span(start, end),
+			Args: m.spanOf(args), Type: m.spanOf(typ)})
 	}
+}
+
+// spanOf is m.span of s, of the input, and the empty Span for an empty s.
+func (m *Members) spanOf(s Span) Span {
+	if s.End == 0 {
+		return Span{}
+	}
+	return m.span(s.Start, s.End)
 }
 
 // Known is the length of the prefix of the items, from their array's '[',

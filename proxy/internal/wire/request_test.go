@@ -15,9 +15,17 @@ import (
 // skipping seed's tools (where body holds them), and compares the reading
 // with ReadRequest's in full, without templates or known parts: the same
 // error, the same members, and the items after what it skipped.
+// The calls recorded are checked for testItems and, without templates, for
+// itemCalls.
 func readRequestKnown(t *testing.T, r Repeats, body, seed []byte, end int) {
 	t.Helper()
-	full, ferr := ReadRequest(body, membersShape, testItems, nil, nil, Repeats{})
+	readRequestItems(t, r, testItems, body, seed, end)
+	readRequestItems(t, Repeats{}, itemCalls, body, seed, end)
+}
+
+func readRequestItems(t *testing.T, r Repeats, items Items, body, seed []byte, end int) {
+	t.Helper()
+	full, ferr := ReadRequest(body, membersShape, items, nil, nil, Repeats{})
 	defer full.Release()
 	var known KnownPrefix
 	var value KnownValue
@@ -39,7 +47,7 @@ func readRequestKnown(t *testing.T, r Repeats, body, seed []byte, end int) {
 			return len(tools)
 		}
 	}
-	m, err := ReadRequest(body, membersShape, testItems, known, value, r)
+	m, err := ReadRequest(body, membersShape, items, known, value, r)
 	defer m.Release()
 	if fmt.Sprint(err) != fmt.Sprint(ferr) {
 		t.Fatalf("%q (seed %q): error %v, in full %v", body, seed, err, ferr)
@@ -59,7 +67,7 @@ func readRequestKnown(t *testing.T, r Repeats, body, seed []byte, end int) {
 	if ok != fok || !slices.Equal(spans, fspans[skipped:]) {
 		t.Fatalf("%q with %d bytes known: items %v (%v), in full %v (%v)", body, m.Known(), spans, ok, fspans, fok)
 	}
-	checkCalls(t, full)
+	checkCalls(t, full, items)
 	// The calls of the items read, as the full reading records them; none
 	// recorded for a request read as a template it repeats.
 	calls, cok := m.Calls()
@@ -77,16 +85,25 @@ func readRequestKnown(t *testing.T, r Repeats, body, seed []byte, end int) {
 }
 
 // testItems are the items readRequestKnown reads: messages, whose calls
-// are the objects of their tool_calls arrays and their function_call.
+// are the values of their tool_calls arrays and their function_call (as
+// chat's), and the values of their content arrays with their type (as
+// Messages' blocks).
 var testItems = Items{Name: "messages", Calls: []CallMember{
 	{Name: "tool_calls", Args: []string{"function", "arguments"}},
 	{Name: "function_call", One: true, Args: []string{"arguments"}},
+	{Name: "content", Args: []string{"input"}, Type: "type"},
 }}
 
+// itemCalls are the items readRequestKnown reads again: messages that are
+// calls themselves (as Responses' input items).
+var itemCalls = Items{Name: "messages", Calls: []CallMember{{Args: []string{"arguments"}, Type: "type"}}}
+
 // checkCalls checks that the calls m recorded are those gjson finds in its
-// items: each object of an item's tool_calls array, and its function_call
-// object, in the body's order; and their arguments where gjson finds them.
-func checkCalls(t *testing.T, m *Members) {
+// items, in the body's order, with their arguments and type where gjson
+// finds them: for testItems, each value of an item's tool_calls and content
+// arrays, and its function_call object; for itemCalls, each item that is an
+// object.
+func checkCalls(t *testing.T, m *Members, items Items) {
 	t.Helper()
 	spans, ok := m.Items()
 	calls, cok := m.Calls()
@@ -96,19 +113,38 @@ func checkCalls(t *testing.T, m *Members) {
 	if !ok {
 		return
 	}
+	call := func(i, member int, c gjson.Result, args string) Call {
+		return Call{Item: i, Member: member, Span: Span{c.Index, c.Index + len(c.Raw)}, Args: spanOf(c.Get(args)), Type: spanOf(c.Get("type"))}
+	}
 	var want []Call
 	for i, s := range spans {
 		item := m.Item(s)
+		if items.Calls[0].Name == "" {
+			if item.IsObject() {
+				want = append(want, call(i, 0, item, "arguments"))
+			}
+			continue
+		}
 		var found []Call
 		item.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
-			if item.Get("tool_calls").IsArray() && c.IsObject() {
-				found = append(found, Call{Item: i, Member: 0, Span: Span{c.Index, c.Index + len(c.Raw)}, Args: spanOf(c.Get("function.arguments"))})
+			if item.Get("tool_calls").IsArray() {
+				c := call(i, 0, c, "function.arguments")
+				c.Type = Span{}
+				found = append(found, c)
 			}
 			return true
 		})
 		if fc := item.Get("function_call"); fc.IsObject() {
-			found = append(found, Call{Item: i, Member: 1, Span: Span{fc.Index, fc.Index + len(fc.Raw)}, Args: spanOf(fc.Get("arguments"))})
+			c := call(i, 1, fc, "arguments")
+			c.Type = Span{}
+			found = append(found, c)
 		}
+		item.Get("content").ForEach(func(_, c gjson.Result) bool {
+			if item.Get("content").IsArray() {
+				found = append(found, call(i, 2, c, "input"))
+			}
+			return true
+		})
 		slices.SortFunc(found, func(a, b Call) int { return a.Start - b.Start })
 		want = append(want, found...)
 	}

@@ -489,9 +489,12 @@ func walkItems(d *jsontext.Decoder, s Shape, m *Members) error {
 	for k := d.PeekKind(); k != ']' && k != 0; k = d.PeekKind() {
 		start := valueStart(in, int(d.InputOffset()))
 		var err error
-		if k == '{' && m.callIn != nil {
+		switch {
+		case k == '{' && m.callIn != nil && m.callIn[0].Name == "":
+			err = walkCall(d, s, m, 0) // the item is a call
+		case k == '{' && m.callIn != nil:
 			err = walkItem(d, s, m)
-		} else {
+		default:
 			err = walkStrict(d, s, m.scalars)
 		}
 		if err != nil {
@@ -550,21 +553,23 @@ func walkMembers(d *jsontext.Decoder, s Shape, value func(name []byte, child Sha
 }
 
 // walkCalls is walkStrict for an array of calls, of the call member of
-// index c, recording where each of its objects is.
+// index c, recording where each of its values is.
 func walkCalls(d *jsontext.Decoder, s Shape, m *Members, c int) error {
 	if _, err := d.ReadToken(); err != nil { // '['
 		return syntaxError(d, err)
 	}
 	for k := d.PeekKind(); k != ']' && k != 0; k = d.PeekKind() {
-		var err error
 		if k == '{' {
-			err = walkCall(d, s, m, c)
-		} else {
-			err = walkStrict(d, s, m.scalars)
+			if err := walkCall(d, s, m, c); err != nil {
+				return err
+			}
+			continue
 		}
-		if err != nil {
+		var at Span
+		if err := walkAt(d, s, m, &at); err != nil {
 			return err
 		}
+		m.recordCall(c, at.Start, at.End, Span{}, Span{})
 	}
 	if _, err := d.ReadToken(); err != nil { // ']'
 		return syntaxError(d, err)
@@ -573,40 +578,55 @@ func walkCalls(d *jsontext.Decoder, s Shape, m *Members, c int) error {
 }
 
 // walkCall is walkStrict for a call, an object, of the call member of
-// index c, recording where it is and where its arguments are.
+// index c, recording where it is, where its arguments are and where its
+// Type member is.
 func walkCall(d *jsontext.Decoder, s Shape, m *Members, c int) error {
 	start := valueStart(m.input(), int(d.InputOffset()))
-	var args Span
-	if err := walkTo(d, s, m, m.callIn[c].Args, &args); err != nil {
-		return err
-	}
-	m.recordCall(c, start, int(d.InputOffset()), args)
-	return nil
-}
-
-// walkTo is walkStrict for an object, recording in at where the value at
-// the end of path is, when every member on the way to it is an object.
-func walkTo(d *jsontext.Decoder, s Shape, m *Members, path []string, at *Span) error {
-	if len(path) == 0 {
-		return walkStrict(d, s, m.scalars)
-	}
-	return walkMembers(d, s, func(n []byte, child Shape) error {
+	cm := &m.callIn[c]
+	var args, typ Span
+	err := walkMembers(d, s, func(n []byte, child Shape) error {
 		switch {
-		case string(n) != path[0]:
-			return walkStrict(d, child, m.scalars)
-		case len(path) == 1:
-			start := valueStart(m.input(), int(d.InputOffset()))
-			if err := walkStrict(d, child, m.scalars); err != nil {
-				return err
-			}
-			*at = Span{start, int(d.InputOffset())}
-			return nil
-		case d.PeekKind() == '{':
-			return walkTo(d, child, m, path[1:], at)
+		case cm.Type != "" && string(n) == cm.Type:
+			return walkAt(d, child, m, &typ)
+		case len(cm.Args) > 0 && string(n) == cm.Args[0]:
+			return walkTo(d, child, m, cm.Args[1:], &args)
 		default:
 			return walkStrict(d, child, m.scalars)
 		}
 	})
+	if err != nil {
+		return err
+	}
+	m.recordCall(c, start, int(d.InputOffset()), args, typ)
+	return nil
+}
+
+// walkTo is walkStrict for a value, recording in at where the value at the
+// end of path, down from it, is, when every value on the way to it is an
+// object: the value itself for an empty path.
+func walkTo(d *jsontext.Decoder, s Shape, m *Members, path []string, at *Span) error {
+	switch {
+	case len(path) == 0:
+		return walkAt(d, s, m, at)
+	case d.PeekKind() != '{':
+		return walkStrict(d, s, m.scalars)
+	}
+	return walkMembers(d, s, func(n []byte, child Shape) error {
+		if string(n) != path[0] {
+			return walkStrict(d, child, m.scalars)
+		}
+		return walkTo(d, child, m, path[1:], at)
+	})
+}
+
+// walkAt is walkStrict for a value, recording in at where it is.
+func walkAt(d *jsontext.Decoder, s Shape, m *Members, at *Span) error {
+	start := valueStart(m.input(), int(d.InputOffset()))
+	if err := walkStrict(d, s, m.scalars); err != nil {
+		return err
+	}
+	*at = Span{start, int(d.InputOffset())}
+	return nil
 }
 
 // foldsTo reports whether a server matching member names without regard to
