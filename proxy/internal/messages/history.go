@@ -17,15 +17,36 @@ import (
 //
 // mb is where the body's members are (see Read).
 func MendHistory(mb *wire.Members, t *ladder.HistoryUse) ([]byte, []repair.Edit, error) {
-	return ladder.MendHistory(mb, t, func(m *ladder.HistoryMender, msg gjson.Result) {
-		if msg.Get("role").Str != "assistant" {
-			return
+	return ladder.MendHistoryCalls(mb, t, mendMessage, mendBlocks)
+}
+
+// mendMessage hands the inputs of one message's tool_use blocks to m.
+func mendMessage(m *ladder.HistoryMender, msg gjson.Result) {
+	if ladder.Role(msg) != "assistant" {
+		return
+	}
+	msg.Get("content").ForEach(func(_, b gjson.Result) bool {
+		if b.IsObject() && b.Get("type").Str == "tool_use" {
+			m.Input(b.Get("input"))
 		}
-		msg.Get("content").ForEach(func(_, b gjson.Result) bool {
-			if b.IsObject() && b.Get("type").Str == "tool_use" {
-				m.Input(b.Get("input"))
-			}
-			return true
-		})
+		return true
 	})
+}
+
+// mendBlocks is mendMessage for a message whose blocks' places the strict
+// reading recorded (historyBlocks): each tool_use block's input is found
+// there, with no lookup. Input mends only a string, so only a string is
+// read.
+func mendBlocks(m *ladder.HistoryMender, mb *wire.Members, msg gjson.Result, blocks []wire.Call) {
+	if ladder.Role(msg) != "assistant" {
+		return
+	}
+	for _, b := range blocks {
+		if b.Args.End == 0 || mb.Body()[b.Args.Start] != '"' || mb.TypeOf(b).Str != "tool_use" {
+			continue
+		}
+		in := mb.Unparsed(b.Args)
+		in.Type = gjson.String
+		m.Input(in)
+	}
 }

@@ -77,12 +77,15 @@ const Items = "messages"
 // ladder.Declarations): they are not walked again, and tools read strictly
 // before are not read again.
 func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations, r wire.Repeats) (*wire.Members, error) {
-	m, err := wire.ReadRequest(body, requestShape, wire.Items{Name: Items}, known, d.KnownValue("messages"), r)
+	m, err := wire.ReadRequest(body, requestShape, wire.Items{Name: Items, Calls: historyBlocks}, known, d.KnownValue("messages"), r)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := d.ReadTools("messages", m.Get("tools"), readTools); err != nil {
 		return nil, err
+	}
+	if blocksKnown(m) {
+		return m, nil
 	}
 	// The messages of a prefix read before (m.Known) passed this check
 	// then: only those after it are checked, and all of them again only to
@@ -104,6 +107,37 @@ func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations, r wire.Re
 		return nil, err
 	}
 	return m, nil
+}
+
+// historyBlocks is where a message's blocks are, whose places and types
+// the strict reading records (see wire.Members.Calls): every value of its
+// content array, with its input.
+var historyBlocks = []wire.CallMember{{Name: "content", Args: []string{"input"}, Type: "type"}}
+
+// blocksKnown reports whether the strict reading recorded the messages'
+// blocks (those after a prefix read before: see Read) and no message
+// holds one that unknownBlock refuses. Its types are read where the reading
+// found them, no message walked again: a new conversation's tool results
+// are most of its bytes.
+func blocksKnown(m *wire.Members) bool {
+	blocks, ok := m.Calls()
+	if !ok {
+		return false
+	}
+	for i := 0; i < len(blocks); {
+		near, odd := false, false
+		j := i
+		for ; j < len(blocks) && blocks[j].Item == blocks[i].Item; j++ {
+			t := m.TypeOf(blocks[j])
+			near = near || t.Str == "tool_use" || t.Str == "tool_result"
+			odd = odd || t.Type != gjson.String || !requestBlocks[t.Str]
+		}
+		if near && odd {
+			return false
+		}
+		i = j
+	}
+	return true
 }
 
 // unknownBlock says what is wrong with a content array that holds a block
