@@ -18,6 +18,7 @@ import (
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy/internal/chat"
 	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/ladder/historytest"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 	"github.com/toolguard/toolguard/validate"
 )
@@ -451,20 +452,10 @@ func FuzzRequest(f *testing.F) {
 		if err != nil {
 			return // refused
 		}
-		once, onceEdits, err := chat.MendHistory(m, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
 		// Through a history cache, the messages' calls are found where the
 		// strict reading recorded them, not by walking each message: the
 		// same request and edits.
-		cached, cachedEdits, err := chat.MendHistory(m, ladder.NewHistoryCache().Use(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(cached, once) || !reflect.DeepEqual(cachedEdits, onceEdits) {
-			t.Fatalf("mended through the cache:\n%s %v\nwithout:\n%s %v", cached, cachedEdits, once, onceEdits)
-		}
+		once, _ := historytest.BothWays(t, m, chat.MendHistory)
 		if !gjson.ValidBytes(once) {
 			t.Fatalf("mended request is not JSON: %s", once)
 		}

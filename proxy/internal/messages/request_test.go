@@ -1,12 +1,10 @@
 package messages
 
 import (
-	"bytes"
-	"reflect"
 	"testing"
 
 	"github.com/tidwall/gjson"
-	"github.com/toolguard/toolguard/proxy/internal/ladder"
+	"github.com/toolguard/toolguard/proxy/internal/ladder/historytest"
 	"github.com/toolguard/toolguard/proxy/internal/wire"
 )
 
@@ -49,17 +47,7 @@ func FuzzBlocks(f *testing.F) {
 		if _, ok := m.Calls(); ok && blocksKnown(m) != (walked == "") {
 			t.Fatalf("%s: blocks known %v, walked %q", in, blocksKnown(m), walked)
 		}
-		once, onceEdits, err := MendHistory(m, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cached, cachedEdits, err := MendHistory(m, ladder.NewHistoryCache().Use(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(cached, once) || !reflect.DeepEqual(cachedEdits, onceEdits) {
-			t.Fatalf("%s mended through the cache:\n%s %v\nwithout:\n%s %v", in, cached, cachedEdits, once, onceEdits)
-		}
+		historytest.BothWays(t, m, MendHistory)
 	})
 }
 

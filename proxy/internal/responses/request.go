@@ -57,7 +57,7 @@ const Items = "input"
 // ladder.Declarations): they are not walked again, and tools read strictly
 // before are not read again.
 func Read(body []byte, known wire.KnownPrefix, d *ladder.Declarations, r wire.Repeats) (*wire.Members, error) {
-	m, err := wire.ReadRequest(body, requestShape, wire.Items{Name: Items}, known, d.KnownValue("responses"), r)
+	m, err := wire.ReadRequest(body, requestShape, wire.Items{Name: Items, Calls: historyItems}, known, d.KnownValue("responses"), r)
 	if err != nil {
 		return nil, err
 	}
