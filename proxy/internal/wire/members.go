@@ -351,7 +351,7 @@ func (m *Members) span(start, end int) Span {
 
 // pos is where offset off of the reading without the known parts is in
 // the body.
-func (k skipRead) pos(off int) int {
+func (k *skipRead) pos(off int) int {
 	p := off
 	for _, c := range k.cuts[:k.ncuts] {
 		if off > c.in {
