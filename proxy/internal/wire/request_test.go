@@ -151,6 +151,16 @@ func checkCalls(t *testing.T, m *Members, items Items) {
 	if !slices.Equal(calls, want) {
 		t.Fatalf("%q: calls %v, gjson finds %v", m.Body(), calls, want)
 	}
+	// A call's type as gjson reads it at its place.
+	for _, c := range calls {
+		got, want := m.TypeOf(c), gjson.Result{}
+		if c.Type.End > 0 {
+			want = m.Item(c.Type)
+		}
+		if got.Type != want.Type || got.Str != want.Str || got.Raw != want.Raw || got.Index != want.Index {
+			t.Fatalf("%q: type %+v, gjson reads %+v", m.Body(), got, want)
+		}
+	}
 }
 
 // TestReadRequestRepeats: a client's request that repeats the shape of its
