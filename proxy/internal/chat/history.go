@@ -17,7 +17,7 @@ import (
 //
 // m is where the body's members are (see Read).
 func MendHistory(m *wire.Members, t *ladder.HistoryUse) ([]byte, []repair.Edit, error) {
-	return ladder.MendHistoryCalls(m, t, mendMessage, mendCalls)
+	return ladder.MendHistory(m, t, mendMessage, mendCalls)
 }
 
 // historyCalls are the members of a message that hold its calls, whose

@@ -345,23 +345,17 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // MendHistory mends the calls of the conversation items (the array whose
 // items mb records) with a HistoryMender, handing each item to each, which
-// hands its calls to the mender. With a cache (t, a request's use of one,
-// not nil), the items of the longest prefix the cache holds for the scope
-// are skipped, and the longest prefix found to need nothing is
-// remembered. Items the strict reading skipped (mb.Known: a prefix t.Known
-// found) are not walked. The body comes back unchanged, byte for byte, when
-// nothing needed mending.
-func MendHistory(mb *wire.Members, t *HistoryUse, each func(m *HistoryMender, item gjson.Result)) ([]byte, []repair.Edit, error) {
-	return MendHistoryCalls(mb, t, each, nil)
-}
-
-// MendHistoryCalls is MendHistory for a format whose reading records where
-// the calls of its items are (wire.Members.Calls): when they were recorded,
-// calls, not each, is handed each item that holds a call (its text, in
-// place: see wire.Members.Unparsed) with those calls, in the body's order,
-// and an item without one is not handed over. It must do what each does
-// with the item.
-func MendHistoryCalls(mb *wire.Members, t *HistoryUse, each func(m *HistoryMender, item gjson.Result), calls func(m *HistoryMender, mb *wire.Members, item gjson.Result, calls []wire.Call)) ([]byte, []repair.Edit, error) {
+// hands its calls to the mender; where the strict reading recorded the
+// items' calls (wire.Members.Calls), calls, not each, is handed each item
+// that holds one (its text, in place: see wire.Members.Unparsed) with
+// those calls, in the body's order, and an item without one is not handed
+// over; calls must do what each does with the item, and may be nil. With a
+// cache (t, a request's use of one, not nil), the items of the longest
+// prefix the cache holds for the scope are skipped, and the longest prefix
+// found to need nothing is remembered. Items the strict reading skipped
+// (mb.Known: a prefix t.Known found) are not walked. The body comes back
+// unchanged, byte for byte, when nothing needed mending.
+func MendHistory(mb *wire.Members, t *HistoryUse, each func(m *HistoryMender, item gjson.Result), calls func(m *HistoryMender, mb *wire.Members, item gjson.Result, calls []wire.Call)) ([]byte, []repair.Edit, error) {
 	body, items := mb.Body(), mb.ItemsValue()
 	m := NewHistoryMender()
 	spans, ok := mb.Items()

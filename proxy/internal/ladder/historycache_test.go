@@ -54,7 +54,7 @@ func mend(t *testing.T, body []byte, c *HistoryCache, scope string, known bool) 
 	out, edits, err := MendHistory(m, turn, func(m *HistoryMender, item gjson.Result) {
 		seen++
 		m.Call(item.Get("args"), item)
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

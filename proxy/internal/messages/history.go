@@ -17,7 +17,7 @@ import (
 //
 // mb is where the body's members are (see Read).
 func MendHistory(mb *wire.Members, t *ladder.HistoryUse) ([]byte, []repair.Edit, error) {
-	return ladder.MendHistoryCalls(mb, t, mendMessage, mendBlocks)
+	return ladder.MendHistory(mb, t, mendMessage, mendBlocks)
 }
 
 // mendMessage hands the inputs of one message's tool_use blocks to m.

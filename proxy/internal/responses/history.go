@@ -15,7 +15,7 @@ import (
 //
 // m is where the body's members are (see Read).
 func MendHistory(m *wire.Members, t *ladder.HistoryUse) ([]byte, []repair.Edit, error) {
-	return ladder.MendHistoryCalls(m, t, mendItem, mendCalls)
+	return ladder.MendHistory(m, t, mendItem, mendCalls)
 }
 
 // historyItems is where an input item's call is, whose place, arguments
