@@ -53,7 +53,9 @@ func run(ctx context.Context) error {
 	logOut := logbuf.New(os.Stderr, cfg.LogFlushInterval)
 	defer logOut.Close()
 	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level}))
-	h, err := proxy.New(proxy.Options{Config: cfg, Logger: logger})
+	// Request lines are written as cmd/proxy writes them with its JSON log:
+	// straight into the background writer (Options.AccessLog).
+	h, err := proxy.New(proxy.Options{Config: cfg, Logger: logger, AccessLog: logOut})
 	if err != nil {
 		return err
 	}
@@ -69,7 +71,15 @@ func run(ctx context.Context) error {
 	if err := pprof.StartCPUProfile(cpu); err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.IdleTimeout}
+	// cmd/proxy's timeouts: each sets a deadline on the connection, per
+	// request.
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: min(cfg.ReadTimeout, 10*time.Second),
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
