@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/common/version"
 
 	"github.com/toolguard/toolguard/internal/logbuf"
+	"github.com/toolguard/toolguard/internal/serving"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy"
 )
@@ -112,14 +113,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	if err != nil {
 		return fmt.Errorf("listen on TOOLGUARD_LISTEN_ADDR: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: min(cfg.ReadTimeout, 10*time.Second),
-		ReadTimeout:       cfg.ReadTimeout,
-		WriteTimeout:      cfg.WriteTimeout,
-		IdleTimeout:       cfg.IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	srv := serving.Server(h, cfg, slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	var metricsSrv *http.Server

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/internal/logbuf"
+	"github.com/toolguard/toolguard/internal/serving"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy"
 )
@@ -71,15 +72,9 @@ func run(ctx context.Context) error {
 	if err := pprof.StartCPUProfile(cpu); err != nil {
 		return err
 	}
-	// cmd/proxy's timeouts: each sets a deadline on the connection, per
-	// request.
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: min(cfg.ReadTimeout, 10*time.Second),
-		ReadTimeout:       cfg.ReadTimeout,
-		WriteTimeout:      cfg.WriteTimeout,
-		IdleTimeout:       cfg.IdleTimeout,
-	}
+	// As cmd/proxy serves it: its timeouts set deadlines on the
+	// connection for each request.
+	srv := serving.Server(h, cfg, nil)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
