@@ -192,3 +192,46 @@ func FuzzKnownTools(f *testing.F) {
 		}
 	})
 }
+
+// TestNullDeclarationsPassAsAbsent: tools (or chat's legacy functions) sent
+// as null declare nothing, as when they are absent: the request goes
+// upstream byte for byte, uninspected, where it was refused as if null were
+// an array holding a null ("tools[0] is not an object").
+func TestNullDeclarationsPassAsAbsent(t *testing.T) {
+	var got atomic.Pointer[[]byte]
+	_, srv := textGuard(t, func(b []byte) { got.Store(&b) })
+	for _, c := range []struct {
+		f    format
+		body string
+	}{
+		{chatFormat, `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":null}`},
+		{chatFormat, `{"model":"m","messages":[{"role":"user","content":"hi"}],"functions":null,"tools":null}`},
+		{responsesFormat, `{"model":"m","input":"hi","tools":null}`},
+		{messagesFormat, `{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}],"tools":null}`},
+	} {
+		got.Store(nil)
+		resp, err := http.Post(srv.URL+"/v1"+c.f.path, "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s %s: status %d: %s", c.f.name, c.body, resp.StatusCode, b)
+			continue
+		}
+		if o := resp.Header.Get("X-Toolguard-Outcome"); o != "" {
+			t.Errorf("%s %s: inspected (outcome %s)", c.f.name, c.body, o)
+		}
+		if up := got.Load(); up == nil || string(*up) != c.body {
+			t.Errorf("%s: the upstream got %q, want %q", c.f.name, deref(up), c.body)
+		}
+	}
+}
+
+func deref(b *[]byte) string {
+	if b == nil {
+		return "nothing"
+	}
+	return string(*b)
+}

@@ -159,27 +159,33 @@ func checkDeclarations(t top) *wire.Error {
 		seen[name.Str] = true
 		return err == nil
 	}
-	tools.ForEach(func(i, t gjson.Result) bool {
-		where := fmt.Sprintf("tools[%d]", i.Int())
-		typ, fn := t.Get("type"), t.Get("function")
-		switch {
-		case !t.IsObject():
-			err = invalid(where + " is not an object")
-			return false
-		case !typ.Exists() || (typ.Type == gjson.String && typ.Str == "function"):
-			return function(where, fn)
-		case fn.Exists():
-			err = ambiguous(fmt.Sprintf("%s has type %s but carries a function: an upstream may read it as a function tool, which toolguard would not check", where, wire.Clip(typ.Raw, 40)))
-			return false
-		}
-		return true
-	})
+	// gjson's ForEach hands a value that is not an array to its function
+	// as if it were one's only entry: a null, as absent, is not iterated.
+	if tools.IsArray() {
+		tools.ForEach(func(i, t gjson.Result) bool {
+			where := fmt.Sprintf("tools[%d]", i.Int())
+			typ, fn := t.Get("type"), t.Get("function")
+			switch {
+			case !t.IsObject():
+				err = invalid(where + " is not an object")
+				return false
+			case !typ.Exists() || (typ.Type == gjson.String && typ.Str == "function"):
+				return function(where, fn)
+			case fn.Exists():
+				err = ambiguous(fmt.Sprintf("%s has type %s but carries a function: an upstream may read it as a function tool, which toolguard would not check", where, wire.Clip(typ.Raw, 40)))
+				return false
+			}
+			return true
+		})
+	}
 	if err != nil {
 		return err
 	}
-	functions.ForEach(func(i, f gjson.Result) bool {
-		return function(fmt.Sprintf("functions[%d]", i.Int()), f)
-	})
+	if functions.IsArray() {
+		functions.ForEach(func(i, f gjson.Result) bool {
+			return function(fmt.Sprintf("functions[%d]", i.Int()), f)
+		})
+	}
 	return err
 }
 

@@ -58,6 +58,10 @@ type Tools struct {
 	Names  []string
 }
 
+// NoTools are the tools of a request that declares none, shared by all
+// of them: never added to.
+var NoTools = &Tools{}
+
 // Add declares a function. params is its parameters schema, nil for none
 // (it then takes any object). A name already declared, or empty, is not
 // added, and Add reports false.

@@ -181,6 +181,9 @@ func readTools(tools gjson.Result) (*ladder.Tools, error) {
 	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
 		return nil, ambiguous("tools must be an array")
 	}
+	if !tools.IsArray() {
+		return ladder.NoTools, nil
+	}
 	ts := &ladder.Tools{}
 	var err error
 	tools.ForEach(func(i, t gjson.Result) bool {

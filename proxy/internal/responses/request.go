@@ -84,6 +84,9 @@ func readTools(tools gjson.Result) (*ladder.Tools, error) {
 	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
 		return nil, ambiguous("tools must be an array")
 	}
+	if !tools.IsArray() {
+		return ladder.NoTools, nil
+	}
 	ts := &ladder.Tools{}
 	var err error
 	function := func(where string, namespace string, t gjson.Result) bool {
