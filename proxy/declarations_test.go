@@ -235,3 +235,31 @@ func deref(b *[]byte) string {
 	}
 	return string(*b)
 }
+
+// TestNoToolsOpenNothing: a request that declares no tools (and no JSON
+// response format) opens no request in any format, and allocates nothing
+// to find that out: it goes upstream as it is.
+func TestNoToolsOpenNothing(t *testing.T) {
+	d := ladder.NewDeclarations()
+	for _, c := range []struct {
+		f    format
+		body string
+	}{
+		{chatFormat, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`},
+		{chatFormat, `{"model":"m","messages":[],"tools":null,"functions":null,"response_format":{"type":"text"}}`},
+		{responsesFormat, `{"model":"m","input":"hi"}`},
+		{responsesFormat, `{"model":"m","input":"hi","tools":null,"text":{"format":{"type":"text"}}}`},
+		{messagesFormat, `{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		m, err := c.f.read([]byte(c.body), nil, d, wire.Repeats{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q := c.f.open(m, d, true); q != nil {
+			t.Errorf("%s: opened a request", c.body)
+		}
+		if n := testing.AllocsPerRun(100, func() { c.f.open(m, d, true) }); n != 0 {
+			t.Errorf("%s: %v allocations, want none", c.body, n)
+		}
+	}
+}

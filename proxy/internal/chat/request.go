@@ -53,6 +53,9 @@ func declaring(t top) []string { return []string{t.tools.Raw, t.functions.Raw} }
 // accepted: those of tools, or if it declares none there, those of the
 // legacy functions.
 func toolsOf(t top) ladder.Declared {
+	if !t.tools.IsArray() && !t.functions.IsArray() {
+		return ladder.Declared{Tools: ladder.NoTools, Legacy: true}
+	}
 	ts := &ladder.Tools{}
 	add := func(fn gjson.Result) {
 		var params []byte
@@ -102,14 +105,14 @@ func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
 	if !ok {
 		decl = toolsOf(t)
 	}
-	q := &Request{Body: m.Body(), tools: decl.Tools, legacy: decl.Legacy, model: strings.Clone(t.model.Str)}
+	var out *ladder.Tool
 	if output {
-		q.output = ladder.OutputFormat(t.responseFormat.Get("type").Str, t.responseFormat.Get("json_schema.schema"))
+		out = ladder.OutputFormat(t.responseFormat.Get("type").Str, t.responseFormat.Get("json_schema.schema"))
 	}
-	if q.tools.Len() == 0 && q.output == nil {
+	if decl.Tools.Len() == 0 && out == nil {
 		return nil
 	}
-	return q
+	return &Request{Body: m.Body(), tools: decl.Tools, legacy: decl.Legacy, model: strings.Clone(t.model.Str), output: out}
 }
 
 // Model is the model the request names.

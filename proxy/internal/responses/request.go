@@ -182,19 +182,20 @@ func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
 	if err != nil {
 		return nil
 	}
-	q := &Request{Body: m.Body(), tools: ts, model: strings.Clone(m.Get("model").Str)}
+	var out *ladder.Tool
+	if output {
+		f := m.Get("text").Get("format")
+		out = ladder.OutputFormat(f.Get("type").Str, f.Get("schema"))
+	}
+	if ts.Len() == 0 && out == nil {
+		return nil
+	}
+	q := &Request{Body: m.Body(), tools: ts, model: strings.Clone(m.Get("model").Str), output: out}
 	switch c := m.Get("conversation"); {
 	case c.Exists() && c.Type != gjson.Null:
 		q.stateful = "the request continues a conversation, whose stored items a re-ask would change"
 	case m.Get("previous_response_id").Type == gjson.String:
 		q.stateful = "the request continues a stored response (previous_response_id), which a re-ask would not continue from"
-	}
-	if output {
-		f := m.Get("text").Get("format")
-		q.output = ladder.OutputFormat(f.Get("type").Str, f.Get("schema"))
-	}
-	if ts.Len() == 0 && q.output == nil {
-		return nil
 	}
 	return q
 }
