@@ -135,18 +135,18 @@ func (q *Request) Model() string { return q.model }
 func checkDeclarations(t top) *wire.Error {
 	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
 	tools, functions := t.tools, t.functions
-	notArray := func(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null && !v.IsArray() }
-	if notArray(tools) {
-		return ambiguous("tools must be an array")
+	toolList, err := wire.DeclaredList(tools, "tools")
+	if err != nil {
+		return err
 	}
-	if notArray(functions) {
-		return ambiguous("functions must be an array")
+	functionList, err := wire.DeclaredList(functions, "functions")
+	if err != nil {
+		return err
 	}
 	if tools.Get("#").Int() > 0 && functions.Get("#").Int() > 0 {
 		return ambiguous("declare functions in tools or in the legacy functions, not both: upstreams differ in which they honour")
 	}
 	seen := map[string]bool{}
-	var err *wire.Error
 	function := func(where string, fn gjson.Result) bool {
 		name := fn.Get("name")
 		switch p := fn.Get("parameters"); {
@@ -162,9 +162,7 @@ func checkDeclarations(t top) *wire.Error {
 		seen[name.Str] = true
 		return err == nil
 	}
-	// gjson's ForEach hands a value that is not an array to its function
-	// as if it were one's only entry: a null, as absent, is not iterated.
-	if tools.IsArray() {
+	if toolList {
 		tools.ForEach(func(i, t gjson.Result) bool {
 			where := fmt.Sprintf("tools[%d]", i.Int())
 			typ, fn := t.Get("type"), t.Get("function")
@@ -184,7 +182,7 @@ func checkDeclarations(t top) *wire.Error {
 	if err != nil {
 		return err
 	}
-	if functions.IsArray() {
+	if functionList {
 		functions.ForEach(func(i, f gjson.Result) bool {
 			return function(fmt.Sprintf("functions[%d]", i.Int()), f)
 		})

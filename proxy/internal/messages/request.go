@@ -178,10 +178,10 @@ func custom(t gjson.Result) bool {
 // name, an input_schema that is not a schema, two tools of one name.
 func readTools(tools gjson.Result) (*ladder.Tools, error) {
 	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
-	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
-		return nil, ambiguous("tools must be an array")
-	}
-	if !tools.IsArray() {
+	switch list, lerr := wire.DeclaredList(tools, "tools"); {
+	case lerr != nil:
+		return nil, lerr
+	case !list:
 		return ladder.NoTools, nil
 	}
 	ts := &ladder.Tools{}

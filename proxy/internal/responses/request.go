@@ -81,10 +81,10 @@ type tool struct{ namespace, name string }
 // inspected.
 func readTools(tools gjson.Result) (*ladder.Tools, error) {
 	ambiguous, invalid := wire.ToolsAmbiguous, wire.ToolsInvalid
-	if tools.Exists() && tools.Type != gjson.Null && !tools.IsArray() {
-		return nil, ambiguous("tools must be an array")
-	}
-	if !tools.IsArray() {
+	switch list, lerr := wire.DeclaredList(tools, "tools"); {
+	case lerr != nil:
+		return nil, lerr
+	case !list:
 		return ladder.NoTools, nil
 	}
 	ts := &ladder.Tools{}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+
+	"github.com/tidwall/gjson"
 )
 
 // Error is an error the client sees in the OpenAI error shape. Msg is for
@@ -105,6 +107,21 @@ func WriteFailed(err error) *Error {
 // differently from the upstream or the client.
 func ToolsAmbiguous(msg string) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "tools_ambiguous", Msg: msg}
+}
+
+// DeclaredList reads a request's member that declares tools, named name:
+// absent or null it declares nothing (list false), an array its entries
+// (list true); any other value is refused, as upstreams differ on it. A
+// null is not iterated: gjson's ForEach hands a value that is not an
+// array to its function as if it were one's only entry.
+func DeclaredList(v gjson.Result, name string) (list bool, _ *Error) {
+	if v.IsArray() {
+		return true, nil
+	}
+	if v.Exists() && v.Type != gjson.Null {
+		return false, ToolsAmbiguous(name + " must be an array")
+	}
+	return false, nil
 }
 
 // ToolsInvalid refuses a request whose tools are not declarations at all.
