@@ -378,20 +378,8 @@ func FuzzFastPath(f *testing.F) {
 	for i, tc := range fastCases {
 		f.Add([]byte(tc.schema), []byte(tc.args), uint64(i))
 	}
-	cases, err := bfcl.Load("../testdata/bfcl")
-	if err != nil {
-		f.Fatal(err)
-	}
-	for i, c := range cases {
-		if i%40 != 0 || len(c.GroundTruth) == 0 {
-			continue
-		}
-		for _, fn := range c.Functions {
-			if fn.Name == c.GroundTruth[0].Name {
-				args, _ := json.Marshal(c.GroundTruth[0].Arguments())
-				f.Add([]byte(fn.Parameters), args, uint64(i))
-			}
-		}
+	for i, c := range bfclSeeds(f) {
+		f.Add(c.schema, c.args, uint64(i))
 	}
 	f.Fuzz(func(t *testing.T, schema, args []byte, seed uint64) {
 		r := rand.New(rand.NewPCG(seed, 0))
@@ -406,6 +394,27 @@ func FuzzFastPath(f *testing.F) {
 			rawAgrees(t, s, c[1])
 		}
 	})
+}
+
+// bfclSeeds are fuzz seeds from the corpus: every fortieth case's first
+// correct call, with the schema of its function.
+func bfclSeeds(f *testing.F) (seeds []struct{ schema, args []byte }) {
+	cases, err := bfcl.Load("../testdata/bfcl")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i, c := range cases {
+		if i%40 != 0 || len(c.GroundTruth) == 0 {
+			continue
+		}
+		for _, fn := range c.Functions {
+			if fn.Name == c.GroundTruth[0].Name {
+				args, _ := json.Marshal(c.GroundTruth[0].Arguments())
+				seeds = append(seeds, struct{ schema, args []byte }{[]byte(fn.Parameters), args})
+			}
+		}
+	}
+	return seeds
 }
 
 // flatSchema is a one-property tool schema, the commonest shape of all.

@@ -190,7 +190,7 @@ func escapedSurrogate(raw string) bool {
 		if i < 0 || i+6 > len(raw) {
 			return false
 		}
-		if c := raw[i+2] | 0x20; c == 'd' && strings.IndexByte("89abAB", raw[i+3]) >= 0 {
+		if c := raw[i+2] | 0x20; c == 'd' && strings.IndexByte("89abcdefABCDEF", raw[i+3]) >= 0 {
 			return true
 		}
 		raw = raw[i+2:]

@@ -121,26 +121,6 @@ func compile(c *jsonschema.Compiler) (s *jsonschema.Schema, err error) {
 	return s, nil
 }
 
-// decode parses JSON the way the validator expects it: numbers as json.Number.
-func decode(data []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	// Nothing but JSON's white space may follow, as Token's io.EOF would
-	// say, without its work.
-	for _, c := range data[d.InputOffset():] {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-		default:
-			return nil, errors.New("unexpected data after the JSON value")
-		}
-	}
-	return v, nil
-}
-
 // Decode parses a JSON document as Validate expects it (numbers as
 // json.Number). It rejects trailing data.
 func Decode(data []byte) (any, error) { return decode(data) }

@@ -1,0 +1,77 @@
+package validate
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// decodeCases are documents where a reading in place could part from
+// encoding/json's: each must decode to the same value or be declined.
+var decodeCases = []string{
+	`{"a":"x"}`, `{}`, `[]`, `{"a":[]}`, `{"a":{}}`, `[[],{}]`, `null`, `true`, `false`, `0`, `-0`, `1.5e-300`,
+	`1e400`, `123456789012345678901234567890`, `"x"`, ` {"a" : 1 } `, "\t[1,\r\n2]\n",
+	`{"a":1,"a":2}`, `{"a":{"b":1},"a":[2]}`, `{"a":"\u00e9","\u0062":"\n\t\\\/\""}`, `{"a":"\u0000"}`,
+	`{"a":"\ud83d\ude00"}`, `{"a":"\ud800"}`, `{"\udc00":1}`, `{"a":"\ud800x"}`, "{\"a\":\"\xff\"}", "{\"\xc3\":1}",
+	"{\"a\":\"\xed\xa0\x80\"}", `{"a":"é"}`, `{"a":1}x`, `{"a":1`, `{"a":01}`, `{"a":1.}`, `{"a":.5}`, `{"a":+1}`,
+	`{"a":-}`, `{"a":1e}`, `{"a":tru}`, `{"a":NaN}`, `{'a':1}`, `{"a":"x",}`, `[1,]`, "", " ", "\ufeff{}",
+	"{\"a\":\"\x01\"}", `{"a":"\x"}`, `{"a":"\u12"}`, `[1 2]`, `{"a" 1}`, `{"a":1}{}`, `""`, `"\""`,
+	strings.Repeat("[", maxRawDecodeDepth) + strings.Repeat("]", maxRawDecodeDepth),
+	strings.Repeat("[", maxRawDecodeDepth+1) + strings.Repeat("]", maxRawDecodeDepth+1),
+	`{"s":"` + strings.Repeat("x", maxRawDecode) + `"}`,
+}
+
+// TestDecodeRawAgrees: where decodeRaw answers, encoding/json decodes the
+// same value; documents that only encoding/json reads in full (escaped
+// surrogates, bytes that are not UTF-8, deep or large ones) are declined,
+// and invalid ones are left to it.
+func TestDecodeRawAgrees(t *testing.T) {
+	declined := map[string]bool{
+		`{"a":"\ud83d\ude00"}`: true, `{"a":"\ud800"}`: true, `{"\udc00":1}`: true, `{"a":"\ud800x"}`: true, "{\"a\":\"\xff\"}": true,
+		"{\"\xc3\":1}": true, "{\"a\":\"\xed\xa0\x80\"}": true,
+		strings.Repeat("[", maxRawDecodeDepth+1) + strings.Repeat("]", maxRawDecodeDepth+1): true,
+		`{"s":"` + strings.Repeat("x", maxRawDecode) + `"}`:                                 true,
+	}
+	for _, doc := range decodeCases {
+		_, jerr := decodeJSON([]byte(doc))
+		_, ok := decodeRaw([]byte(doc))
+		if want := jerr == nil && !declined[doc]; ok != want {
+			t.Errorf("decodeRaw(%.40q) answered %v, want %v (encoding/json: %v)", doc, ok, want, jerr)
+		}
+		decodeAgrees(t, []byte(doc))
+	}
+}
+
+// decodeAgrees fails t when decodeRaw answers for data with a value
+// encoding/json does not give.
+func decodeAgrees(t *testing.T, data []byte) {
+	t.Helper()
+	got, ok := decodeRaw(data)
+	if !ok {
+		return
+	}
+	want, err := decodeJSON(data)
+	if err != nil {
+		t.Fatalf("decodeRaw(%.80q) = %v, but encoding/json refuses it: %v", data, got, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decodeRaw(%.80q) = %#v, encoding/json %#v", data, got, want)
+	}
+}
+
+// FuzzDecode: for any bytes, decodeRaw gives encoding/json's value or
+// declines.
+func FuzzDecode(f *testing.F) {
+	for _, doc := range decodeCases {
+		f.Add([]byte(doc))
+	}
+	for _, tc := range fastCases {
+		f.Add([]byte(tc.args))
+		f.Add([]byte(tc.schema))
+	}
+	for _, c := range bfclSeeds(f) {
+		f.Add(c.args)
+		f.Add(c.schema)
+	}
+	f.Fuzz(decodeAgrees)
+}
