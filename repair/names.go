@@ -94,6 +94,24 @@ func normalize(s string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s))
+	if ascii(s) {
+		// As below, a byte at a time.
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; {
+			case c == '_', c == '-', c == ' ', c == '.':
+			case 'A' <= c && c <= 'Z':
+				b.WriteByte(c + 'a' - 'A')
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return b.String()
+	}
+	return normalizeRunes(s, &b)
+}
+
+// normalizeRunes is normalize for any s, written to b.
+func normalizeRunes(s string, b *strings.Builder) string {
 	for _, r := range s {
 		switch r {
 		case '_', '-', ' ', '.':
@@ -110,6 +128,16 @@ func normalASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c >= utf8.RuneSelf, 'A' <= c && c <= 'Z', c == '_', c == '-', c == ' ', c == '.':
+			return false
+		}
+	}
+	return true
+}
+
+// ascii reports whether s is all ASCII.
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
 			return false
 		}
 	}

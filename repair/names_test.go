@@ -71,6 +71,19 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
+// TestNormalizeASCII: normalize's byte path folds every ASCII string as
+// its rune path does.
+func TestNormalizeASCII(t *testing.T) {
+	for c := range 0x80 {
+		for _, in := range []string{string(rune(c)), "aB" + string(rune(c)) + "Z_9"} {
+			var b strings.Builder
+			if got, want := normalize(in), normalizeRunes(in, &b); got != want {
+				t.Errorf("normalize(%q) = %q, the rune path %q", in, got, want)
+			}
+		}
+	}
+}
+
 // TestQuote: quote writes a key as encode does.
 func TestQuote(t *testing.T) {
 	for _, s := range []string{"selector", `a"b\c`, "tab\there\nnl\b\f\r\x01\x7f", "<a&b>", "été 😀", "line\u2028sep\u2029", "bad\xffutf8", strings.Repeat("k", 300)} {
