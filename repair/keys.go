@@ -236,6 +236,11 @@ func quoteAny(s string) string {
 // required properties are there or, for a schema that requires none, each
 // of its keys is declared or a declared one in another style.
 func (g *guider) unwrapEnvelope(m map[string]any) bool {
+	for k := range m {
+		if !envelopeKeys[k] && !companionKeys[k] {
+			return false // as below, before the schema's names are gathered
+		}
+	}
 	sch, ok := g.doc.(map[string]any)
 	if !ok {
 		return false
