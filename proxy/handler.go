@@ -84,6 +84,9 @@ type Handler struct {
 	secrets  []string                 // keys redacted from what upstreams send back
 	serve    http.Handler             // serveHTTP, traced when tracing is on
 	inspect  map[string]returnHandler // the inspected routes, by format name
+	// posts are the inspected routes by their exact path, for a POST
+	// (see shortcut).
+	posts map[string]postRoute
 
 	// accessJSON is Options.AccessLog.
 	accessJSON io.Writer
@@ -162,9 +165,12 @@ func New(o Options) (*Handler, error) {
 		h.mux.Handle("GET /metrics", h.MetricsHandler())
 	}
 	h.inspect = map[string]returnHandler{}
+	h.posts = map[string]postRoute{}
 	for _, f := range []format{chatFormat, responsesFormat, messagesFormat} {
 		h.inspect[f.name] = h.inspectRoute(f)
-		h.mux.HandleFunc("POST /v1"+f.path, h.handle(h.inspect[f.name]))
+		route := postRoute{pattern: "POST /v1" + f.path, handler: h.handle(h.inspect[f.name])}
+		h.mux.HandleFunc(route.pattern, route.handler)
+		h.posts["/v1"+f.path] = route
 	}
 	h.mux.HandleFunc("/v1/", h.handle(h.forward))
 	h.mux.HandleFunc("/", h.handle(func(http.ResponseWriter, *http.Request) error { return notFound() }))
@@ -198,7 +204,26 @@ func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveError(rec, r, ae)
 		return
 	}
+	if route, ok := h.shortcut(r); ok {
+		r.Pattern = route.pattern
+		route.handler(rec, r)
+		return
+	}
 	h.mux.ServeHTTP(rec, r)
+}
+
+// A postRoute is an inspected route: its pattern and its handler.
+type postRoute struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// shortcut is the inspected route the mux would take r to, found without
+// the mux's search (2 k instructions a request): a POST to the route's
+// exact path, as sent. Any other request is the mux's to route.
+func (h *Handler) shortcut(r *http.Request) (postRoute, bool) {
+	route, ok := h.posts[r.URL.Path]
+	return route, ok && r.Method == http.MethodPost && r.URL.RawPath == ""
 }
 
 // A returnHandler returns its failure for serveError to write, rather than

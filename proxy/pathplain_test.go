@@ -1,10 +1,14 @@
 package proxy
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
+
+	"github.com/toolguard/toolguard/policy"
 )
 
 // TestPlainPathIsUnambiguous: a path that plainPath lets through without
@@ -42,5 +46,45 @@ func TestPlainPathIsUnambiguous(t *testing.T) {
 	}
 	if plain < 1000 {
 		t.Fatalf("%d plain paths", plain)
+	}
+}
+
+// TestPostRoutesAreTheMuxs: serveHTTP's shortcut takes a request only
+// where the mux would route it, under the mux's pattern, and takes every
+// POST to an inspected route's path as sent.
+func TestPostRoutesAreTheMuxs(t *testing.T) {
+	cfg := policy.Default()
+	cfg.UpstreamURL = "http://127.0.0.1:9/v1"
+	h, err := New(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.posts) != 3 {
+		t.Fatalf("%d inspected routes, want 3", len(h.posts))
+	}
+	taken := 0
+	for path := range h.posts {
+		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodGet, http.MethodOptions} {
+			for _, target := range []string{path, path + "/", fmt.Sprintf("/v1/%%%02x%s", path[4], path[5:]), "/x" + path} {
+				r := httptest.NewRequest(method, target, nil)
+				route, ok := h.shortcut(r)
+				if !ok {
+					if method == http.MethodPost && target == path {
+						t.Errorf("POST %s did not take the shortcut", path)
+					}
+					continue
+				}
+				taken++
+				if _, pattern := h.mux.Handler(r); pattern != route.pattern {
+					t.Errorf("%s %s: the mux routes it to %q, the shortcut to %q", method, target, pattern, route.pattern)
+				}
+				if got := routeOf(&http.Request{Pattern: route.pattern, URL: r.URL}); got != path {
+					t.Errorf("%s %s is logged as route %q", method, target, got)
+				}
+			}
+		}
+	}
+	if taken != len(h.posts) {
+		t.Errorf("%d requests took the shortcut, want %d", taken, len(h.posts))
 	}
 }
