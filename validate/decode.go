@@ -11,8 +11,9 @@ import (
 // decode parses JSON the way the validator expects it: objects as
 // map[string]any, arrays as []any, numbers as json.Number, as
 // encoding/json's Decoder with UseNumber does. A small document read in
-// place (decodeRaw) gives the same value for about a fifth of the work;
-// any other goes through encoding/json.
+// place (decodeRaw) gives the same value in less than half the time, with
+// 5 allocations for 12 (BenchmarkDecode); any other goes through
+// encoding/json.
 func decode(data []byte) (any, error) {
 	if v, ok := decodeRaw(data); ok {
 		return v, nil
