@@ -236,21 +236,8 @@ func quoteAny(s string) string {
 // required properties are there or, for a schema that requires none, each
 // of its keys is declared or a declared one in another style.
 func (g *guider) unwrapEnvelope(m map[string]any) bool {
-	for k := range m {
-		if !envelopeKeys[k] && !companionKeys[k] {
-			return false // as below, before the schema's names are gathered
-		}
-	}
-	sch, ok := g.doc.(map[string]any)
-	if !ok {
-		return false
-	}
-	o := newObjectSchema(sch)
 	var key string
 	for k, v := range m {
-		if o.known(k) {
-			return false
-		}
 		switch {
 		case envelopeKeys[k] && key == "":
 			key = k
@@ -264,6 +251,18 @@ func (g *guider) unwrapEnvelope(m map[string]any) bool {
 	}
 	if key == "" {
 		return false
+	}
+	sch, ok := g.doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	// The schema's names are gathered only for an object that looks like
+	// an envelope.
+	o := newObjectSchema(sch)
+	for k := range m {
+		if o.known(k) {
+			return false
+		}
 	}
 	content := m[key]
 	if s, ok := content.(string); ok {

@@ -94,20 +94,20 @@ func normalize(s string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(s))
-	if ascii(s) {
-		// As below, a byte at a time.
-		for i := 0; i < len(s); i++ {
-			switch c := s[i]; {
-			case c == '_', c == '-', c == ' ', c == '.':
-			case 'A' <= c && c <= 'Z':
-				b.WriteByte(c + 'a' - 'A')
-			default:
-				b.WriteByte(c)
-			}
+	// As normalizeRunes, a byte at a time while the bytes are ASCII.
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			b.Reset()
+			return normalizeRunes(s, &b)
+		case c == '_', c == '-', c == ' ', c == '.':
+		case 'A' <= c && c <= 'Z':
+			b.WriteByte(c + 'a' - 'A')
+		default:
+			b.WriteByte(c)
 		}
-		return b.String()
 	}
-	return normalizeRunes(s, &b)
+	return b.String()
 }
 
 // normalizeRunes is normalize for any s, written to b.
@@ -128,16 +128,6 @@ func normalASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c >= utf8.RuneSelf, 'A' <= c && c <= 'Z', c == '_', c == '-', c == ' ', c == '.':
-			return false
-		}
-	}
-	return true
-}
-
-// ascii reports whether s is all ASCII.
-func ascii(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
 			return false
 		}
 	}
