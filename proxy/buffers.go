@@ -38,35 +38,42 @@ func (bp *bufferPool) Put(b []byte) {
 func (bp *bufferPool) get() *[]byte  { return bp.p.Get().(*[]byte) }
 func (bp *bufferPool) put(b *[]byte) { bp.p.Put(b) }
 
-// readSized reads all of r into a buffer allocated from size, the length
-// the sender declared (Content-Length; -1 if unknown), instead of growing
-// one from 512 bytes: a 40 KB chat history otherwise costs seven
-// allocations and copies, about 80 KB of garbage. size is a hint only: a
-// shorter or longer body is read whole all the same, the caller bounds r,
-// and no more than 64 KiB is allocated before the bytes arrive.
+// readSized reads r into a buffer allocated from size, the length the
+// sender declared (Content-Length; -1 if unknown), instead of growing one
+// from 512 bytes: a 40 KB chat history otherwise costs seven allocations
+// and copies, about 80 KB of garbage. size is a hint only: a shorter or
+// longer body is read whole all the same, and no more than 64 KiB is
+// allocated before the bytes arrive. It stops once it holds more than max
+// bytes, which the caller tells from the length it returns.
 func readSized(r io.Reader, size, max int64) ([]byte, error) {
 	const maxPresize = 64 << 10
-	if size <= 0 {
-		return io.ReadAll(r)
+	n := int64(512)
+	if size > 0 {
+		// One byte more than declared, so the read that finds EOF does
+		// not grow the buffer. The declared size is the sender's word:
+		// trust it for a buffer of at most maxPresize, and grow past that
+		// only with what arrives, so that a client declaring 32 MiB and
+		// sending ten bytes holds 64 KiB, not 32 MiB.
+		n = min(size, max, maxPresize) + 1
 	}
-	// One byte more than declared, so the read that finds EOF does not
-	// grow the buffer.
-	// The declared size is the sender's word: trust it for a buffer of at
-	// most maxPresize, and grow past that only with what arrives, so that a
-	// client declaring 32 MiB and sending ten bytes holds 64 KiB, not 32 MiB.
-	return readInto(make([]byte, 0, min(size, max, maxPresize)+1), r)
+	return readInto(make([]byte, 0, n), r, max)
 }
 
-// readInto reads all of r into b, from its length on, grown only when full
-// (readSized's, or a pooled buffer: see bodyBuffers).
-func readInto(b []byte, r io.Reader) ([]byte, error) {
+// readInto reads r into b, from its length on, grown only when full
+// (readSized's, or a pooled buffer: see bodyBuffers), until r ends or b
+// holds more than max bytes (max+1: no more is read).
+func readInto(b []byte, r io.Reader, max int64) ([]byte, error) {
 	for {
-		n, err := r.Read(b[len(b):cap(b)])
+		room := b[len(b):cap(b)]
+		if left := max + 1 - int64(len(b)); int64(len(room)) > left {
+			room = room[:left]
+		}
+		n, err := r.Read(room)
 		b = b[:len(b)+n]
 		if err == io.EOF {
 			return b, nil
 		}
-		if err != nil {
+		if err != nil || int64(len(b)) > max {
 			return b, err
 		}
 		if len(b) == cap(b) {

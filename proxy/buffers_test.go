@@ -84,3 +84,32 @@ func TestReadSizedTrustsTheDeclaredSizeOnlySoFar(t *testing.T) {
 		t.Fatalf("a buffer of %d bytes for ten", cap(got))
 	}
 }
+
+// TestReadSizedStopsPastMax: readSized reads no more than one byte past
+// max, whatever size declares and however the reader splits its bytes, and
+// readLimited takes a reply of exactly its limit and refuses one byte more.
+func TestReadSizedStopsPastMax(t *testing.T) {
+	const max = 100
+	for _, size := range []int64{-1, 10, max, max + 1, 1 << 20} {
+		for _, split := range []bool{false, true} {
+			src := strings.NewReader(strings.Repeat("x", 10_000))
+			var r io.Reader = src
+			if split {
+				r = iotest.OneByteReader(src)
+			}
+			got, err := readSized(r, size, max)
+			if err != nil || len(got) != max+1 {
+				t.Fatalf("size %d, split %v: %d bytes, %v; want %d", size, split, len(got), err, max+1)
+			}
+			if left := src.Len(); left != 10_000-(max+1) {
+				t.Fatalf("size %d, split %v: %d bytes read from the reader, want %d", size, split, 10_000-left, max+1)
+			}
+		}
+	}
+	for n, ok := range map[int]bool{max - 1: true, max: true, max + 1: false, 10 * max: false} {
+		got, err := readLimited(strings.NewReader(strings.Repeat("y", n)), -1, max)
+		if ok != (err == nil) || (ok && len(got) != n) {
+			t.Fatalf("readLimited of %d bytes, limit %d: %d bytes, %v", n, max, len(got), err)
+		}
+	}
+}

@@ -353,7 +353,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	var err error
 	if buf != nil {
 		info.body.hold(&h.bodies, buf)
-		b, err = readInto(buf, body)
+		b, err = readInto(buf, body, h.cfg.MaxBodyBytes)
 	} else {
 		b, err = readSized(body, r.ContentLength, h.cfg.MaxBodyBytes)
 	}

@@ -400,7 +400,7 @@ func looksLikeSSE(resp *http.Response) bool {
 // the upstream declared (-1 if unknown), a hint that sizes the buffer once
 // (see readSized).
 func readLimited(r io.Reader, size, limit int64) ([]byte, error) {
-	b, err := readSized(io.LimitReader(r, limit+1), size, limit+1)
+	b, err := readSized(r, size, limit)
 	if err != nil {
 		return nil, err
 	}
