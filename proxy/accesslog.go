@@ -23,6 +23,9 @@ import (
 type requestInfo struct {
 	start time.Time
 	id    string // the request id, in the response and every log line
+	// idHeader is the response header's value for id: kept here, the
+	// slice a header holds needs no allocation of its own.
+	idHeader [1]string
 	// Filled in as the request goes upstream (by timedTransport, possibly
 	// from the transport's goroutines).
 	upstreamNanos  atomic.Int64

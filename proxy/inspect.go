@@ -70,6 +70,11 @@ type exchange struct {
 	// tokens the upstream reported: input and output of the first attempt,
 	// then of the re-asks.
 	tokens [4]int64
+	// outcome holds the values of the outcome's headers (see setHeaders),
+	// and reply the client's reply body (see setBody): one allocation, the
+	// exchange's, for them.
+	outcome [3]string
+	reply   replyBody
 	// received is the size of the request's body as it came in (before
 	// decoding), sent as it went upstream; reaskBytes what its re-asks
 	// have sent (see reaskAllowance).
@@ -252,7 +257,7 @@ func (ex *exchange) inspect(resp *http.Response) error {
 		headerSet(resp.Header, "Content-Type", "application/json")
 		headerSet(resp.Header, "X-Should-Retry", "false")
 	}
-	setBody(resp, body)
+	setBody(resp, body, &ex.reply)
 	// Straight to the client's header: the reverse proxy would copy them
 	// there from resp's, each name made canonical again. An upstream's
 	// X-Toolguard- headers are gone from resp's (see sanitize), so nothing
@@ -358,9 +363,10 @@ func (ex *exchange) session() ladder.Session {
 }
 
 func (ex *exchange) setHeaders(h http.Header) {
-	// One backing array for the three values, where Set allocates one
+	// The exchange's array for the three values, where Set allocates one
 	// slice each. The keys are in canonical form, as Set would make them.
-	v := []string{string(ex.x.Outcome), strconv.Itoa(ex.x.Reasks), strconv.Itoa(ex.x.Repairs())}
+	v := &ex.outcome
+	v[0], v[1], v[2] = string(ex.x.Outcome), strconv.Itoa(ex.x.Reasks), strconv.Itoa(ex.x.Repairs())
 	h["X-Toolguard-Outcome"] = v[0:1:1]
 	h["X-Toolguard-Reasks"] = v[1:2:2]
 	h["X-Toolguard-Repairs"] = v[2:3:3]
@@ -380,7 +386,10 @@ func (ex *exchange) readFailure(err error) error {
 
 // replyBody is a reply's body read from memory: one allocation, where
 // io.NopCloser(bytes.NewReader(b)) makes two.
-type replyBody struct{ bytes.Reader }
+type replyBody struct {
+	bytes.Reader
+	length [1]string // the Content-Length header's value (see setBody)
+}
 
 func (*replyBody) Close() error { return nil }
 
@@ -410,11 +419,13 @@ func readLimited(r io.Reader, size, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-func setBody(resp *http.Response, b []byte) {
-	rb := new(replyBody)
+// setBody makes b resp's body, read through rb, which holds its
+// Content-Length header's value too.
+func setBody(resp *http.Response, b []byte, rb *replyBody) {
 	rb.Reset(b)
 	resp.Body = rb
 	resp.ContentLength = int64(len(b))
-	headerSet(resp.Header, "Content-Length", strconv.Itoa(len(b)))
+	rb.length[0] = strconv.Itoa(len(b))
+	resp.Header["Content-Length"] = rb.length[:]
 	resp.TransferEncoding = nil
 }

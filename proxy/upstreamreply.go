@@ -56,7 +56,7 @@ func (h *Handler) sanitize(resp *http.Response) error {
 		return &apiError{Status: http.StatusBadGateway, Type: "upstream_error", Code: "upstream_response_unreadable",
 			Msg: "the upstream's error response could not be read in full (over TOOLGUARD_MAX_RESPONSE_BYTES, or cut short)", Err: err}
 	}
-	setBody(resp, redactBytes(raw, secrets))
+	setBody(resp, redactBytes(raw, secrets), new(replyBody))
 	return nil
 }
 
