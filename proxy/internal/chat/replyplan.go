@@ -240,6 +240,12 @@ func (q *Request) plannedTurns(ctx context.Context, x *ladder.Exchange, body []b
 	}
 	v := m.Item(spans[0])
 	t := newTurn(0, v.Raw, spans[0], checked, mended, raw)
-	x.Calls = append(x.Calls, checked...)
-	return []*ladder.Turn{&t.Turn}, nil, true
+	if x.Calls == nil {
+		// The reply's calls are the exchange's first: they need no copy
+		// (capped, so that an append to either is not seen by the other).
+		x.Calls = checked[:len(checked):len(checked)]
+	} else {
+		x.Calls = append(x.Calls, checked...)
+	}
+	return t.only(), nil, true
 }

@@ -16,6 +16,8 @@ import (
 // around the ladder's Turn (whose Wire points back to it).
 type turn struct {
 	ladder.Turn
+	// alone is the turns of a reply that has only this one (see only).
+	alone [1]*ladder.Turn
 
 	raw    string // the choice's JSON as the model sent it
 	start  int    // where raw starts in the response body
@@ -202,6 +204,13 @@ func check(x *ladder.Exchange, body []byte, s ladder.Sent, name, args gjson.Resu
 
 // newTurn is the turn of choice k, raw at at in the body, with its calls
 // as checked and the message's content.
+// only returns the turns of a reply of which t is the only one, in t's own
+// room for them.
+func (t *turn) only() []*ladder.Turn {
+	t.alone[0] = &t.Turn
+	return t.alone[:]
+}
+
 func newTurn(k int, raw string, at wire.Span, calls []*ladder.Call, mended []ladder.Mended, content string) *turn {
 	t := &turn{raw: raw, start: at.Start, end: at.End, lastContent: content, mended: mended}
 	t.Turn = ladder.Turn{Index: k, Calls: calls, Last: calls, Wire: t}
