@@ -131,6 +131,9 @@ type HistoryUse struct {
 	// hashes are 300 bytes).
 	n int
 	h *prefixHashes
+	// m mends the request's history (see MendHistory): one allocation,
+	// the use's, for both.
+	m HistoryMender
 }
 
 // prefixHashes are the hashes of a scope and a prefix under the key's seed
@@ -357,7 +360,13 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // unchanged, byte for byte, when nothing needed mending.
 func MendHistory(mb *wire.Members, t *HistoryUse, each func(m *HistoryMender, item gjson.Result), calls func(m *HistoryMender, mb *wire.Members, item gjson.Result, calls []wire.Call)) ([]byte, []repair.Edit, error) {
 	body, items := mb.Body(), mb.ItemsValue()
-	m := NewHistoryMender()
+	var m *HistoryMender
+	if t != nil {
+		m = &t.m
+		*m = HistoryMender{budget: maxHistoryMendBytes}
+	} else {
+		m = NewHistoryMender()
+	}
 	spans, ok := mb.Items()
 	if t == nil || !ok || items.Index <= 0 || (mb.Known() > 0 && mb.Known() != t.n) {
 		// Every item, those the strict reading skipped (mb.Known) too.
