@@ -13,9 +13,10 @@ const copyBufferSize = 32 << 10
 // httputil.ReverseProxy allocates 32 KB for every response it copies: in a
 // load profile that was two thirds of all the bytes toolguard allocated,
 // and the garbage collection they cost. The upstream's connections copy
-// request bodies through one too (copyConn), by pointer: httputil's
-// Get and Put pass the slice, and Put allocates its pointer again.
-type bufferPool struct{ p sync.Pool }
+// request bodies through one too (copyConn), by pointer. httputil's Get
+// and Put pass the slice: the pointers Get empties are kept (holders) for
+// Put to keep a slice under again, not allocated anew.
+type bufferPool struct{ p, holders sync.Pool }
 
 func newBufferPool() *bufferPool {
 	return &bufferPool{p: sync.Pool{New: func() any {
@@ -24,14 +25,24 @@ func newBufferPool() *bufferPool {
 	}}}
 }
 
-func (bp *bufferPool) Get() []byte { return *bp.p.Get().(*[]byte) }
+func (bp *bufferPool) Get() []byte {
+	h := bp.p.Get().(*[]byte)
+	b := *h
+	*h = nil
+	bp.holders.Put(h)
+	return b
+}
 
 func (bp *bufferPool) Put(b []byte) {
 	if cap(b) != copyBufferSize {
 		return
 	}
-	b = b[:copyBufferSize]
-	bp.p.Put(&b)
+	h, _ := bp.holders.Get().(*[]byte)
+	if h == nil {
+		h = new([]byte)
+	}
+	*h = b[:copyBufferSize]
+	bp.p.Put(h)
 }
 
 // get and put lend a buffer by the pointer the pool keeps it under.
