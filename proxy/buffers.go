@@ -58,16 +58,18 @@ func (bp *bufferPool) put(b *[]byte) { bp.p.Put(b) }
 // bytes, which the caller tells from the length it returns.
 func readSized(r io.Reader, size, max int64) ([]byte, error) {
 	const maxPresize = 64 << 10
-	n := int64(512)
-	if size > 0 {
-		// One byte more than declared, so the read that finds EOF does
-		// not grow the buffer. The declared size is the sender's word:
-		// trust it for a buffer of at most maxPresize, and grow past that
-		// only with what arrives, so that a client declaring 32 MiB and
-		// sending ten bytes holds 64 KiB, not 32 MiB.
-		n = min(size, max, maxPresize) + 1
+	if size <= 0 {
+		// No size declared: io.ReadAll's growing chunks, copied once at
+		// the end, cost less for a large body than one buffer grown by
+		// append (readInto).
+		return io.ReadAll(io.LimitReader(r, max+1))
 	}
-	return readInto(make([]byte, 0, n), r, max)
+	// One byte more than declared, so the read that finds EOF does not
+	// grow the buffer. The declared size is the sender's word: trust it
+	// for a buffer of at most maxPresize, and grow past that only with
+	// what arrives, so that a client declaring 32 MiB and sending ten
+	// bytes holds 64 KiB, not 32 MiB.
+	return readInto(make([]byte, 0, min(size, max, maxPresize)+1), r, max)
 }
 
 // readInto reads r into b, from its length on, grown only when full
