@@ -137,6 +137,11 @@ type Config struct {
 	LogFlushInterval time.Duration `env:"TOOLGUARD_LOG_FLUSH_INTERVAL" envDefault:"50ms"`
 }
 
+// MaxLimitBytes bounds TOOLGUARD_MAX_BODY_BYTES and
+// TOOLGUARD_MAX_RESPONSE_BYTES: bodies and replies are read whole into
+// memory, and the sums and budgets made from them must not overflow.
+const MaxLimitBytes = 1 << 40
+
 // MaxConcurrentUpstreamLimit bounds TOOLGUARD_MAX_CONCURRENT_UPSTREAM.
 const MaxConcurrentUpstreamLimit = 100_000
 
@@ -365,11 +370,11 @@ func (c Config) problems() []problem {
 	if c.UpstreamTimeout > 0 && c.WriteTimeout > 0 && c.WriteTimeout < c.UpstreamTimeout {
 		bad("TOOLGUARD_WRITE_TIMEOUT", "%v is shorter than TOOLGUARD_UPSTREAM_TIMEOUT (%v): responses would be cut off", c.WriteTimeout, c.UpstreamTimeout)
 	}
-	if c.MaxBodyBytes <= 0 {
-		bad("TOOLGUARD_MAX_BODY_BYTES", "%d must be a positive number of bytes", c.MaxBodyBytes)
+	if c.MaxBodyBytes <= 0 || c.MaxBodyBytes > MaxLimitBytes {
+		bad("TOOLGUARD_MAX_BODY_BYTES", "%d must be a positive number of bytes, at most %d (1 TiB): bodies are read whole into memory", c.MaxBodyBytes, int64(MaxLimitBytes))
 	}
-	if c.MaxResponseBytes <= 0 {
-		bad("TOOLGUARD_MAX_RESPONSE_BYTES", "%d must be a positive number of bytes", c.MaxResponseBytes)
+	if c.MaxResponseBytes <= 0 || c.MaxResponseBytes > MaxLimitBytes {
+		bad("TOOLGUARD_MAX_RESPONSE_BYTES", "%d must be a positive number of bytes, at most %d (1 TiB): replies are read whole into memory", c.MaxResponseBytes, int64(MaxLimitBytes))
 	}
 	for i, k := range c.APIKeys {
 		if k == "" || strings.ContainsAny(k, " \t\r\n") {

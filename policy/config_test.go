@@ -56,6 +56,8 @@ func TestLoadReportsEveryBadValue(t *testing.T) {
 		"TOOLGUARD_UPSTREAM_URL=ftp://example.com",
 		"TOOLGUARD_UPSTREAM_TIMEOUT=soon",
 		"TOOLGUARD_LOG_LEVEL=loud",
+		"TOOLGUARD_MAX_BODY_BYTES=9223372036854775807",
+		"TOOLGUARD_MAX_RESPONSE_BYTES=1099511627777",
 	})
 	if err == nil {
 		t.Fatal("Load accepted bad values")
@@ -63,6 +65,7 @@ func TestLoadReportsEveryBadValue(t *testing.T) {
 	for _, name := range []string{
 		"TOOLGUARD_MODE", "TOOLGUARD_MAX_REASKS", "TOOLGUARD_ON_FAILURE",
 		"TOOLGUARD_UPSTREAM_URL", "TOOLGUARD_UPSTREAM_TIMEOUT", "TOOLGUARD_LOG_LEVEL",
+		"TOOLGUARD_MAX_BODY_BYTES", "TOOLGUARD_MAX_RESPONSE_BYTES",
 	} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error does not name %s:\n%v", name, err)
@@ -76,6 +79,8 @@ func TestLoadAcceptsGoodValues(t *testing.T) {
 		"TOOLGUARD_MAX_REASKS=0",
 		"TOOLGUARD_ON_FAILURE=drop",
 		"TOOLGUARD_UPSTREAM_URL=http://127.0.0.1:9999/v1",
+		"TOOLGUARD_MAX_BODY_BYTES=1099511627776",
+		"TOOLGUARD_MAX_RESPONSE_BYTES=1",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"io"
+	"math"
 	"sync"
 )
 
@@ -62,7 +63,11 @@ func readSized(r io.Reader, size, max int64) ([]byte, error) {
 		// No size declared: io.ReadAll's growing chunks, copied once at
 		// the end, cost less for a large body than one buffer grown by
 		// append (readInto).
-		return io.ReadAll(io.LimitReader(r, max+1))
+		n := max
+		if n < math.MaxInt64 {
+			n++ // one byte past max tells the caller it was passed
+		}
+		return io.ReadAll(io.LimitReader(r, n))
 	}
 	// One byte more than declared, so the read that finds EOF does not
 	// grow the buffer. The declared size is the sender's word: trust it
@@ -77,9 +82,11 @@ func readSized(r io.Reader, size, max int64) ([]byte, error) {
 // holds more than max bytes (max+1: no more is read).
 func readInto(b []byte, r io.Reader, max int64) ([]byte, error) {
 	for {
+		// At most one byte past max: left+1 cannot overflow, as left is
+		// less than the room's length.
 		room := b[len(b):cap(b)]
-		if left := max + 1 - int64(len(b)); int64(len(room)) > left {
-			room = room[:left]
+		if left := max - int64(len(b)); int64(len(room)) > left {
+			room = room[:left+1]
 		}
 		n, err := r.Read(room)
 		b = b[:len(b)+n]

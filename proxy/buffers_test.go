@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -138,5 +139,21 @@ func TestReadSizedOfUnknownSizeCopiesOnce(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 3*n {
 		t.Fatalf("%d MiB allocated to read %d MiB", alloc>>20, n>>20)
+	}
+}
+
+// TestReadSizedAtTheLargestMax: one byte past a max of math.MaxInt64 does
+// not overflow: the body is read whole, declared or not (a panic, and an
+// empty body, before).
+func TestReadSizedAtTheLargestMax(t *testing.T) {
+	for _, size := range []int64{-1, 10, 5} {
+		got, err := readSized(strings.NewReader("0123456789"), size, math.MaxInt64)
+		if err != nil || string(got) != "0123456789" {
+			t.Fatalf("size %d: got %q, %v", size, got, err)
+		}
+	}
+	got, err := readInto(make([]byte, 0, 4), strings.NewReader("0123456789"), math.MaxInt64)
+	if err != nil || string(got) != "0123456789" {
+		t.Fatalf("readInto: got %q, %v", got, err)
 	}
 }
