@@ -204,17 +204,17 @@ func check(x *ladder.Exchange, body []byte, s ladder.Sent, name, args gjson.Resu
 
 // newTurn is the turn of choice k, raw at at in the body, with its calls
 // as checked and the message's content.
+func newTurn(k int, raw string, at wire.Span, calls []*ladder.Call, mended []ladder.Mended, content string) *turn {
+	t := &turn{raw: raw, start: at.Start, end: at.End, lastContent: content, mended: mended}
+	t.Turn = ladder.Turn{Index: k, Calls: calls, Last: calls, Wire: t}
+	return t
+}
+
 // only returns the turns of a reply of which t is the only one, in t's own
 // room for them.
 func (t *turn) only() []*ladder.Turn {
 	t.alone[0] = &t.Turn
 	return t.alone[:]
-}
-
-func newTurn(k int, raw string, at wire.Span, calls []*ladder.Call, mended []ladder.Mended, content string) *turn {
-	t := &turn{raw: raw, start: at.Start, end: at.End, lastContent: content, mended: mended}
-	t.Turn = ladder.Turn{Index: k, Calls: calls, Last: calls, Wire: t}
-	return t
 }
 
 // content reads a message's content as the call that stands for it under a
