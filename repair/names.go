@@ -87,19 +87,21 @@ func resembles(key string, names []string) bool {
 }
 
 // normalize folds case and drops separators, so the spellings of one name
-// in snake, camel, kebab or dotted style become equal.
+// in snake, camel, kebab or dotted style become equal. A name that is
+// its own normal form, as most declared names are, is returned as it is.
 func normalize(s string) string {
-	if normalASCII(s) {
+	i := normalPrefix(s)
+	if i == len(s) {
 		return s
 	}
 	var b strings.Builder
 	b.Grow(len(s))
+	b.WriteString(s[:i])
 	// As normalizeRunes, a byte at a time while the bytes are ASCII.
-	for i := 0; i < len(s); i++ {
+	for ; i < len(s); i++ {
 		switch c := s[i]; {
 		case c >= utf8.RuneSelf:
-			b.Reset()
-			return normalizeRunes(s, &b)
+			return normalizeRunes(s[i:], &b)
 		case c == '_', c == '-', c == ' ', c == '.':
 		case 'A' <= c && c <= 'Z':
 			b.WriteByte(c + 'a' - 'A')
@@ -110,7 +112,7 @@ func normalize(s string) string {
 	return b.String()
 }
 
-// normalizeRunes is normalize for any s, written to b.
+// normalizeRunes is normalize for any s, appended to b.
 func normalizeRunes(s string, b *strings.Builder) string {
 	for _, r := range s {
 		switch r {
@@ -122,16 +124,16 @@ func normalizeRunes(s string, b *strings.Builder) string {
 	return b.String()
 }
 
-// normalASCII reports whether s is its own normal form: ASCII with no
-// capital letter and no separator, as most declared names are.
-func normalASCII(s string) bool {
+// normalPrefix is the length of s's longest prefix in normal form: ASCII
+// with no capital letter and no separator.
+func normalPrefix(s string) int {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case c >= utf8.RuneSelf, 'A' <= c && c <= 'Z', c == '_', c == '-', c == ' ', c == '.':
-			return false
+			return i
 		}
 	}
-	return true
+	return len(s)
 }
 
 // singular strips an English plural ending.
