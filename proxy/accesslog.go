@@ -21,11 +21,9 @@ import (
 // requestInfo follows one request through the handler, for its log line and
 // its metrics.
 type requestInfo struct {
-	start time.Time
-	id    string // the request id, in the response and every log line
-	// idHeader is the response header's value for id: kept here, the
-	// slice a header holds needs no allocation of its own.
-	idHeader [1]string
+	start    time.Time
+	id       string    // the request id, in the response and every log line
+	idHeader [1]string // the response header's value of id (see headerSetIn)
 	// Filled in as the request goes upstream (by timedTransport, possibly
 	// from the transport's goroutines).
 	upstreamNanos  atomic.Int64

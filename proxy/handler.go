@@ -184,8 +184,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.serve.Se
 
 func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	info := &requestInfo{start: time.Now(), id: requestID(r)}
-	info.idHeader[0] = info.id
-	w.Header()[requestIDHeader] = info.idHeader[:]
+	headerSetIn(w.Header(), requestIDHeader, &info.idHeader, info.id)
 	h.metrics.inFlight.Inc()
 	defer h.metrics.inFlight.Dec()
 	info.rec = recorder{ResponseWriter: w, firstByte: h.metrics.firstByte, start: info.start}

@@ -27,5 +27,12 @@ func headerValues(h http.Header, name string) []string { return h[name] }
 // headerSet is h.Set(name, v), for a name in canonical form.
 func headerSet(h http.Header, name, v string) { h[name] = []string{v} }
 
+// headerSetIn is headerSet with v kept in room, which the caller owns as
+// long as h holds it: no slice of its own for the value.
+func headerSetIn(h http.Header, name string, room *[1]string, v string) {
+	room[0] = v
+	h[name] = room[:]
+}
+
 // headerDel is h.Del(name), for a name in canonical form.
 func headerDel(h http.Header, name string) { delete(h, name) }

@@ -13,7 +13,7 @@ import (
 
 // headerFuncs are the functions that index a header map by a name they are
 // given, with the position of the name among their arguments.
-var headerFuncs = map[string]int{"headerGet": 1, "headerValues": 1, "headerSet": 1, "headerDel": 1, "headerHasToken": 1, "relocate": 1}
+var headerFuncs = map[string]int{"headerGet": 1, "headerValues": 1, "headerSet": 1, "headerSetIn": 1, "headerDel": 1, "headerHasToken": 1, "relocate": 1}
 
 // TestHeaderNamesAreCanonical: every call in this package's code to a
 // function that indexes a header map directly (headers.go) names the

@@ -73,7 +73,7 @@ type exchange struct {
 	// outcome holds the values of the outcome's headers (see setHeaders),
 	// and reply the client's reply body (see setBody): one allocation, the
 	// exchange's, for them.
-	outcome [3]string
+	outcome [3][1]string
 	reply   replyBody
 	// received is the size of the request's body as it came in (before
 	// decoding), sent as it went upstream; reaskBytes what its re-asks
@@ -363,13 +363,11 @@ func (ex *exchange) session() ladder.Session {
 }
 
 func (ex *exchange) setHeaders(h http.Header) {
-	// The exchange's array for the three values, where Set allocates one
-	// slice each. The keys are in canonical form, as Set would make them.
-	v := &ex.outcome
-	v[0], v[1], v[2] = string(ex.x.Outcome), strconv.Itoa(ex.x.Reasks), strconv.Itoa(ex.x.Repairs())
-	h["X-Toolguard-Outcome"] = v[0:1:1]
-	h["X-Toolguard-Reasks"] = v[1:2:2]
-	h["X-Toolguard-Repairs"] = v[2:3:3]
+	// In the exchange's room for the three values, where Set allocates a
+	// slice each.
+	headerSetIn(h, "X-Toolguard-Outcome", &ex.outcome[0], string(ex.x.Outcome))
+	headerSetIn(h, "X-Toolguard-Reasks", &ex.outcome[1], strconv.Itoa(ex.x.Reasks))
+	headerSetIn(h, "X-Toolguard-Repairs", &ex.outcome[2], strconv.Itoa(ex.x.Repairs()))
 }
 
 func (ex *exchange) readFailure(err error) error {
@@ -425,7 +423,6 @@ func setBody(resp *http.Response, b []byte, rb *replyBody) {
 	rb.Reset(b)
 	resp.Body = rb
 	resp.ContentLength = int64(len(b))
-	rb.length[0] = strconv.Itoa(len(b))
-	resp.Header["Content-Length"] = rb.length[:]
+	headerSetIn(resp.Header, "Content-Length", &rb.length, strconv.Itoa(len(b)))
 	resp.TransferEncoding = nil
 }
