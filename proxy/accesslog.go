@@ -41,6 +41,8 @@ type requestInfo struct {
 	// body is the pooled buffer the request's body was read into, if it
 	// was (see heldBody).
 	body heldBody
+	// deadline bounds the request's first upstream request (see proxy).
+	deadline upstreamDeadline
 }
 
 type requestInfoKey struct{}

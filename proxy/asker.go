@@ -79,8 +79,9 @@ func (ex *exchange) overAllowance(attempt int, n int64) error {
 
 // send makes one re-ask upstream through rt.
 func (ex *exchange) send(ctx context.Context, rt http.RoundTripper, outreq *http.Request, body []byte, kind string) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(withAttempt(ctx, kind, gjson.GetBytes(body, "model").String()), ex.h.cfg.UpstreamTimeout)
-	defer cancel()
+	var d upstreamDeadline
+	ctx = d.begin(withAttempt(ctx, kind, gjson.GetBytes(body, "model").String()), ex.h.cfg.UpstreamHeaderTimeout, ex.h.cfg.UpstreamTimeout)
+	defer d.end()
 	req := outreq.Clone(ctx)
 	rc, err := upstreamBody(ctx, body)
 	if err != nil {
@@ -98,6 +99,7 @@ func (ex *exchange) send(ctx context.Context, rt http.RoundTripper, outreq *http
 	if err != nil {
 		return 0, nil, err
 	}
+	d.headersIn()
 	defer resp.Body.Close()
 	b, err := readLimited(resp.Body, resp.ContentLength, ex.h.cfg.MaxResponseBytes)
 	if err != nil {

@@ -143,6 +143,8 @@ func (j *judgedBody) judge(err error) { j.once.Do(func() { j.done(err) }) }
 // for a success, errClientGone for neither, another error for a failure.
 func verdict(ctx context.Context, resp *http.Response, err error) error {
 	switch {
+	case err != nil && upstreamTimedOut(context.Cause(ctx)):
+		return err // toolguard's deadline cancelled it: the upstream was too slow
 	case err != nil && (errors.Is(err, context.Canceled) || errors.Is(context.Cause(ctx), context.Canceled)):
 		return errClientGone
 	case err != nil:

@@ -25,24 +25,22 @@ var (
 // statusClientClosed is logged, never sent: the client is gone.
 const statusClientClosed = 499
 
-// errUpstreamTimeout is the cause of a request context whose
-// TOOLGUARD_UPSTREAM_TIMEOUT passed: it tells that expiry apart from a client
-// that went away, which cancels the same context.
-var errUpstreamTimeout = errors.New("TOOLGUARD_UPSTREAM_TIMEOUT passed")
-
 // statusError maps a failure to what the client sees: the *apiError it is
 // or wraps, as it is; for a failure to reach the upstream, 504 when a
-// timeout fired, 499 when the client left, 502 otherwise.
-func statusError(clientCtx context.Context, err error) *apiError {
+// timeout fired, 499 when the client left, 502 otherwise. ctx is the
+// client's context or the upstream request's; the latter's cause says
+// whether toolguard's deadline stopped it (an HTTP/2 transport reports
+// that with the context's error, context.Canceled, not its cause).
+func statusError(ctx context.Context, err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
 	}
-	if clientCtx.Err() != nil && context.Cause(clientCtx) != errUpstreamTimeout {
+	if ctx.Err() != nil && !upstreamTimedOut(context.Cause(ctx)) {
 		return &apiError{Status: statusClientClosed, Type: "client_closed", Code: "client_closed", Msg: "client closed the request", Err: err}
 	}
 	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errUpstreamTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
+	if errors.Is(err, context.DeadlineExceeded) || upstreamTimedOut(err) || upstreamTimedOut(context.Cause(ctx)) || (errors.As(err, &ne) && ne.Timeout()) {
 		return &apiError{Status: http.StatusGatewayTimeout, Type: "upstream_error", Code: "upstream_timeout", Msg: "the upstream did not answer in time", Err: err}
 	}
 	var mbe *http.MaxBytesError

@@ -67,7 +67,7 @@ func FuzzResponsesStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
 		for _, onFailure := range []policy.OnFailure{policy.FailError, policy.FailDrop} {
 			ex := responsesExchange(t, onFailure)
-			resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(&chunkedReader{in, int(step) + 1})}
+			resp := &http.Response{Request: sentUpstream, Header: http.Header{}, Body: io.NopCloser(&chunkedReader{in, int(step) + 1})}
 			ex.stream(resp)
 			out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 			if err != nil {

@@ -285,11 +285,15 @@ func FuzzStream(f *testing.F) {
 	})
 }
 
+// sentUpstream stands for the request a reply answers: a stream's errors
+// read its context (see exchange.stream).
+var sentUpstream = httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+
 // fuzzStream is what a client gets of the stream in, read from the
 // upstream step bytes at a time, and its outcome.
 func fuzzStream(t *testing.T, onFailure policy.OnFailure, in []byte, step int) ([]byte, ladder.Outcome) {
 	ex := fuzzExchange(t, onFailure)
-	resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(&chunkedReader{in, step})}
+	resp := &http.Response{Request: sentUpstream, Header: http.Header{}, Body: io.NopCloser(&chunkedReader{in, step})}
 	ex.stream(resp)
 	out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {

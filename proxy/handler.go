@@ -304,8 +304,11 @@ func (h *Handler) proxy(w http.ResponseWriter, r *http.Request, body []byte) err
 		return overloaded()
 	}
 	defer release()
-	ctx, cancel := context.WithTimeoutCause(r.Context(), h.cfg.UpstreamTimeout, errUpstreamTimeout)
-	defer cancel()
+	// The deadline lives in the request's record (serveHTTP's), where
+	// modifyResponse finds it when the headers arrive.
+	d := &requestInfoFrom(r.Context()).deadline
+	ctx := d.begin(r.Context(), h.cfg.UpstreamHeaderTimeout, h.cfg.UpstreamTimeout)
+	defer d.end()
 	r = r.WithContext(ctx)
 	// Trailers would reach the upstream after the body toolguard read: a
 	// client could put its key, or anything else, there unseen.
@@ -411,14 +414,17 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 }
 
 func (h *Handler) modifyResponse(resp *http.Response) error {
+	info := requestInfoFrom(resp.Request.Context())
+	if info != nil {
+		info.deadline.headersIn()
+	}
 	if err := h.sanitize(resp); err != nil {
 		return err
 	}
-	ex := exchangeFrom(resp.Request.Context())
-	if ex == nil {
+	if info == nil || info.inspected == nil {
 		return nil
 	}
-	return ex.inspect(resp)
+	return info.inspected.inspect(resp)
 }
 
 func (h *Handler) errorHandler(w http.ResponseWriter, r *http.Request, err error) {

@@ -241,7 +241,7 @@ func (ex *exchange) inspect(resp *http.Response) error {
 	raw, err := readLimited(resp.Body, resp.ContentLength, ex.h.cfg.MaxResponseBytes)
 	resp.Body.Close()
 	if err != nil {
-		return ex.readFailure(err)
+		return ex.readFailure(resp.Request.Context(), err)
 	}
 	if err := ex.req.ReadReply(raw, ex.repeats); err != nil {
 		return err
@@ -331,11 +331,12 @@ func (ex *exchange) redact(s string) string { return ex.h.redact(s, nil) }
 // events (see wire.Stream).
 func (ex *exchange) stream(resp *http.Response) {
 	events := ex.req.NewStream(ex.session(), ex.h.cfg.MaxResponseBytes)
+	upstream := resp.Request.Context()
 	s := wire.NewStream(resp.Body, events, ex.h.cfg.MaxResponseBytes, func(err error) *wire.Error {
 		if ex.ctx.Err() != nil {
 			return nil // the client is gone: nobody to tell
 		}
-		return statusError(ex.ctx, err)
+		return statusError(upstream, err)
 	})
 	s.OnFail = func(ae *wire.Error) {
 		if ae.Err != nil {
@@ -370,11 +371,11 @@ func (ex *exchange) setHeaders(h http.Header) {
 	headerSetIn(h, "X-Toolguard-Repairs", &ex.outcome[2], strconv.Itoa(ex.x.Repairs()))
 }
 
-func (ex *exchange) readFailure(err error) error {
+func (ex *exchange) readFailure(upstream context.Context, err error) error {
 	if ex.ctx.Err() != nil {
 		return err
 	}
-	if ae := statusError(ex.ctx, err); ae.Status == http.StatusGatewayTimeout {
+	if ae := statusError(upstream, err); ae.Status == http.StatusGatewayTimeout {
 		// TOOLGUARD_UPSTREAM_TIMEOUT fired while the body was arriving.
 		return ae
 	}

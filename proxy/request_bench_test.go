@@ -303,7 +303,7 @@ func BenchmarkStreamEvents(b *testing.B) {
 				for b.Loop() {
 					ex := h.newExchange(context.Background(), c.f, q, pol)
 					ex.starts = starts
-					resp := &http.Response{Header: http.Header{}, Body: io.NopCloser(strings.NewReader(stream))}
+					resp := &http.Response{Request: sentUpstream, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(stream))}
 					ex.stream(resp)
 					out.Reset()
 					if _, err := io.Copy(&out, resp.Body); err != nil {

@@ -12,9 +12,10 @@ import (
 )
 
 // NewTransport returns the transport toolguard uses to reach the upstream,
-// with the configured connect and header timeouts. It keeps many idle
-// connections per host: the default of 2 makes a busy proxy open and close a
-// connection for most requests.
+// with the configured connect timeout (the handler bounds each request's
+// wait for headers and its whole time, see upstreamDeadline). It keeps many
+// idle connections per host: the default of 2 makes a busy proxy open and
+// close a connection for most requests.
 func NewTransport(cfg policy.Config) *http.Transport {
 	d := &net.Dialer{Timeout: cfg.UpstreamConnectTimeout, KeepAlive: 30 * time.Second}
 	copies := newBufferPool()
@@ -29,7 +30,6 @@ func NewTransport(cfg policy.Config) *http.Transport {
 		},
 		ForceAttemptHTTP2:     true,
 		TLSHandshakeTimeout:   cfg.UpstreamConnectTimeout,
-		ResponseHeaderTimeout: cfg.UpstreamHeaderTimeout,
 		ExpectContinueTimeout: time.Second,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   512,

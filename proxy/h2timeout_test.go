@@ -1,0 +1,103 @@
+package proxy_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/toolguard/toolguard/internal/faulty"
+	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/proxy"
+)
+
+// TestUpstreamTimeoutsOverHTTP2 lets each upstream timeout pass with an
+// upstream that speaks HTTP/2, as the providers' endpoints do. Its
+// transport reports a request it stopped with the context's error, not
+// the context's cause: the client must still get a 504 upstream_timeout
+// (or a stream's error event of that code), and the circuit breaker must
+// count a timeout before the body as the upstream's failure, not as a
+// client that left.
+func TestUpstreamTimeoutsOverHTTP2(t *testing.T) {
+	const stallMidBody = "stall-mid-body" // headers and a part of a JSON body, then nothing
+	var (
+		mu     sync.Mutex
+		protos []int
+	)
+	faults := &faulty.Server{}
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		protos = append(protos, r.ProtoMajor)
+		mu.Unlock()
+		if r.Header.Get("X-Fault") == stallMidBody {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"chatcmpl-1","choices":[`)
+			http.NewResponseController(w).Flush()
+			<-r.Context().Done()
+			return
+		}
+		faults.ServeHTTP(w, r)
+	}))
+	up.EnableHTTP2 = true
+	up.StartTLS()
+	t.Cleanup(up.Close)
+	tests := []struct {
+		name          string
+		fault         faulty.Fault
+		stream        bool
+		header, total time.Duration
+	}{
+		{"headers", faulty.StallBeforeHeaders, false, 200 * time.Millisecond, time.Minute},
+		{"whole-before-headers", faulty.StallBeforeHeaders, false, time.Minute, 200 * time.Millisecond},
+		{"whole-mid-body", stallMidBody, false, 200 * time.Millisecond, 500 * time.Millisecond},
+		{"whole-between-events", faulty.StallBetweenEvents, true, 200 * time.Millisecond, 500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := policy.Default()
+			cfg.UpstreamURL = up.URL + "/v1"
+			cfg.UpstreamHeaderTimeout, cfg.UpstreamTimeout = tt.header, tt.total
+			cfg.BreakerFailures = 1
+			h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler), Transport: up.Client().Transport})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+			req := `{"model":"m","messages":[{"role":"user","content":"go"}],"tools":` + faulty.ClickTools
+			if tt.stream {
+				req += `,"stream":true`
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			resp, body := do(t, ctx, srv, "POST", "/v1/chat/completions", req+"}", http.Header{"X-Fault": {string(tt.fault)}})
+			code := gjson.GetBytes(body, "error.code").String()
+			if tt.stream {
+				code = gjson.Get(assemble(t, body).Error, "code").String()
+			}
+			if (resp.StatusCode != 504 && !tt.stream) || code != "upstream_timeout" {
+				t.Errorf("status %d, error code %q, want upstream_timeout: %.300s", resp.StatusCode, code, body)
+			}
+			if tt.stream {
+				return // a stream is judged at its first bytes (see judgedBody)
+			}
+			resp, body = do(t, ctx, srv, "POST", "/v1/chat/completions", req+"}", nil)
+			if resp.StatusCode != 503 || gjson.GetBytes(body, "error.code").String() != "upstream_circuit_open" {
+				t.Errorf("after the timeout: status %d, want the open breaker's 503: %.300s", resp.StatusCode, body)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range protos {
+		if p != 2 {
+			t.Fatalf("the upstream was reached over HTTP/%d", p)
+		}
+	}
+}
