@@ -168,13 +168,14 @@ func placeOf(m *wire.Members, v gjson.Result) (plannedValue, bool) {
 // read is the value at v in the body read into m: an empty Result when it
 // is absent; false when v is not a Place of the template the body repeats.
 func (v plannedValue) read(m *wire.Members) (gjson.Result, bool) {
-	r, ok := v.raw(m)
-	if r.Raw != "" {
-		at := r.Index
-		r = gjson.Parse(r.Raw)
-		r.Index = at
+	if !v.ok {
+		return gjson.Result{}, true
 	}
-	return r, ok
+	s, ok := m.Span(v.at)
+	if !ok {
+		return gjson.Result{}, false
+	}
+	return m.Item(s), true
 }
 
 // raw is read for a value of which only the text and place are used (a

@@ -246,8 +246,16 @@ func (m *Members) Unparsed(s Span) gjson.Result {
 	return gjson.Result{Raw: unsafe.String(unsafe.SliceData(raw), len(raw)), Index: s.Start}
 }
 
+// result is the value at s as gjson reads it, in place. A string without
+// escapes is its text between the quotes (the strict reading checked it,
+// so the span is the string whole): gjson would scan it byte by byte for
+// its end and its escapes.
 func (m *Members) result(s Span) gjson.Result {
 	raw := m.body[s.Start:s.End]
+	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		r := unsafe.String(unsafe.SliceData(raw), len(raw))
+		return gjson.Result{Type: gjson.String, Raw: r, Str: r[1 : len(r)-1], Index: s.Start}
+	}
 	r := Parse(raw)
 	r.Index = s.Start
 	return r
@@ -269,17 +277,10 @@ func (m *Members) Items() ([]Span, bool) { return m.spans, m.itemsOK }
 func (m *Members) Calls() ([]Call, bool) { return m.calls, m.callsOK && m.itemsOK }
 
 // TypeOf is the value of c's Type member (see CallMember), as Get reads a
-// value; none when c has no such member. A string without escapes, as a
-// type is written, is its text between the quotes (the strict reading
-// checked it), read in place.
+// value; none when c has no such member.
 func (m *Members) TypeOf(c Call) gjson.Result {
 	if c.Type.End == 0 {
 		return gjson.Result{}
-	}
-	raw := m.body[c.Type.Start:c.Type.End]
-	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
-		r := unsafe.String(unsafe.SliceData(raw), len(raw))
-		return gjson.Result{Type: gjson.String, Raw: r, Str: r[1 : len(r)-1], Index: c.Type.Start}
 	}
 	return m.result(c.Type)
 }
