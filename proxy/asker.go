@@ -97,13 +97,13 @@ func (ex *exchange) send(ctx context.Context, rt http.RoundTripper, outreq *http
 	headerDel(req.Header, "Content-Length")
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, timedOut(ctx, err)
 	}
 	d.headersIn()
 	defer resp.Body.Close()
 	b, err := readLimited(resp.Body, resp.ContentLength, ex.h.cfg.MaxResponseBytes)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, timedOut(ctx, err)
 	}
 	return resp.StatusCode, b, nil
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -18,6 +19,17 @@ var (
 // upstreamTimedOut reports whether err is one of the causes above.
 func upstreamTimedOut(err error) bool {
 	return errors.Is(err, errUpstreamTimeout) || errors.Is(err, errUpstreamHeaderTimeout)
+}
+
+// timedOut is err, saying which timeout stopped the upstream request of ctx
+// if one did: an HTTP/2 transport reports such a request with the
+// context's error, context.Canceled, which would read as a client that
+// left.
+func timedOut(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); upstreamTimedOut(cause) && !errors.Is(err, cause) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
 }
 
 // An upstreamDeadline bounds one upstream request (the first or a re-ask)

@@ -39,8 +39,9 @@ func statusError(ctx context.Context, err error) *apiError {
 	if ctx.Err() != nil && !upstreamTimedOut(context.Cause(ctx)) {
 		return &apiError{Status: statusClientClosed, Type: "client_closed", Code: "client_closed", Msg: "client closed the request", Err: err}
 	}
+	err = timedOut(ctx, err)
 	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || upstreamTimedOut(err) || upstreamTimedOut(context.Cause(ctx)) || (errors.As(err, &ne) && ne.Timeout()) {
+	if errors.Is(err, context.DeadlineExceeded) || upstreamTimedOut(err) || (errors.As(err, &ne) && ne.Timeout()) {
 		return &apiError{Status: http.StatusGatewayTimeout, Type: "upstream_error", Code: "upstream_timeout", Msg: "the upstream did not answer in time", Err: err}
 	}
 	var mbe *http.MaxBytesError

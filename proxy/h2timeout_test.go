@@ -1,11 +1,13 @@
 package proxy_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +27,10 @@ import (
 // count a timeout before the body as the upstream's failure, not as a
 // client that left.
 func TestUpstreamTimeoutsOverHTTP2(t *testing.T) {
-	const stallMidBody = "stall-mid-body" // headers and a part of a JSON body, then nothing
+	const (
+		stallMidBody = "stall-mid-body" // headers and a part of a JSON body, then nothing
+		stallReask   = "stall-reask"    // an invalid call, then no headers for the re-ask
+	)
 	var (
 		mu     sync.Mutex
 		protos []int
@@ -35,6 +40,15 @@ func TestUpstreamTimeoutsOverHTTP2(t *testing.T) {
 		mu.Lock()
 		protos = append(protos, r.ProtoMajor)
 		mu.Unlock()
+		if r.Header.Get("X-Fault") == stallReask {
+			if b, _ := io.ReadAll(r.Body); bytes.Contains(b, []byte(`"role":"tool"`)) {
+				<-r.Context().Done() // the re-ask: no headers
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, toolReply(`{"total_tokens":1}`, clickCall("call_1", `"{}"`)))
+			return
+		}
 		if r.Header.Get("X-Fault") == stallMidBody {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"id":"chatcmpl-1","choices":[`)
@@ -47,6 +61,21 @@ func TestUpstreamTimeoutsOverHTTP2(t *testing.T) {
 	up.EnableHTTP2 = true
 	up.StartTLS()
 	t.Cleanup(up.Close)
+	// start serves toolguard in front of up, over up's HTTP/2 transport,
+	// its breaker opened by one failure.
+	start := func(t *testing.T, change func(*policy.Config)) *httptest.Server {
+		cfg := policy.Default()
+		cfg.UpstreamURL = up.URL + "/v1"
+		cfg.BreakerFailures = 1
+		change(&cfg)
+		h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler), Transport: up.Client().Transport})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return srv
+	}
 	tests := []struct {
 		name          string
 		fault         faulty.Fault
@@ -60,16 +89,7 @@ func TestUpstreamTimeoutsOverHTTP2(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := policy.Default()
-			cfg.UpstreamURL = up.URL + "/v1"
-			cfg.UpstreamHeaderTimeout, cfg.UpstreamTimeout = tt.header, tt.total
-			cfg.BreakerFailures = 1
-			h, err := proxy.New(proxy.Options{Config: cfg, Logger: slog.New(slog.DiscardHandler), Transport: up.Client().Transport})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(h)
-			t.Cleanup(srv.Close)
+			srv := start(t, func(c *policy.Config) { c.UpstreamHeaderTimeout, c.UpstreamTimeout = tt.header, tt.total })
 			req := `{"model":"m","messages":[{"role":"user","content":"go"}],"tools":` + faulty.ClickTools
 			if tt.stream {
 				req += `,"stream":true`
@@ -93,6 +113,23 @@ func TestUpstreamTimeoutsOverHTTP2(t *testing.T) {
 			}
 		})
 	}
+	t.Run("re-ask-headers", func(t *testing.T) {
+		srv := start(t, func(c *policy.Config) {
+			c.UpstreamHeaderTimeout, c.UpstreamTimeout = 200*time.Millisecond, time.Minute
+			c.Mode, c.MaxReasks, c.OnFailure = policy.ModeReask, 1, policy.FailError
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		req := `{"model":"m","messages":[{"role":"user","content":"go"}],"tools":` + faulty.ClickTools + `}`
+		_, body := do(t, ctx, srv, "POST", "/v1/chat/completions", req, http.Header{"X-Fault": {stallReask}})
+		if msg := gjson.GetBytes(body, "error.message").String(); !strings.Contains(msg, "TOOLGUARD_UPSTREAM_HEADER_TIMEOUT") {
+			t.Errorf("the client is not told the re-ask timed out: %.400s", body)
+		}
+		resp, body := do(t, ctx, srv, "POST", "/v1/chat/completions", req, nil)
+		if resp.StatusCode != 503 || gjson.GetBytes(body, "error.code").String() != "upstream_circuit_open" {
+			t.Errorf("after the re-ask's timeout: status %d, want the open breaker's 503: %.300s", resp.StatusCode, body)
+		}
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	for _, p := range protos {
