@@ -19,11 +19,14 @@ import (
 )
 
 // requestInfo follows one request through the handler, for its log line and
-// its metrics.
+// its metrics. It is the request's context too: the client's, with itself
+// as the value of requestInfoKey, in the one allocation (context.WithValue
+// would make another).
 type requestInfo struct {
-	start    time.Time
-	id       string    // the request id, in the response and every log line
-	idHeader [1]string // the response header's value of id (see headerSetIn)
+	context.Context // the client's request context
+	start           time.Time
+	id              string    // the request id, in the response and every log line
+	idHeader        [1]string // the response header's value of id (see headerSetIn)
 	// Filled in as the request goes upstream (by timedTransport, possibly
 	// from the transport's goroutines).
 	upstreamNanos  atomic.Int64
@@ -46,6 +49,15 @@ type requestInfo struct {
 }
 
 type requestInfoKey struct{}
+
+// Value is the request's record for requestInfoKey, and the client's
+// context's value for any other key.
+func (info *requestInfo) Value(key any) any {
+	if _, ok := key.(requestInfoKey); ok {
+		return info
+	}
+	return info.Context.Value(key)
+}
 
 func requestInfoFrom(ctx context.Context) *requestInfo {
 	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -183,13 +182,13 @@ func New(o Options) (*Handler, error) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.serve.ServeHTTP(w, r) }
 
 func (h *Handler) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	info := &requestInfo{start: time.Now(), id: requestID(r)}
+	info := &requestInfo{Context: r.Context(), start: time.Now(), id: requestID(r)}
 	headerSetIn(w.Header(), requestIDHeader, &info.idHeader, info.id)
 	h.metrics.inFlight.Inc()
 	defer h.metrics.inFlight.Dec()
 	info.rec = recorder{ResponseWriter: w, firstByte: h.metrics.firstByte, start: info.start}
 	rec := &info.rec
-	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+	r = r.WithContext(info)
 	defer func() {
 		h.finish(rec, r, info)
 		// Past its log line nothing of the request reads its body but
