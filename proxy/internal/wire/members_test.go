@@ -224,3 +224,16 @@ func TestSpanOf(t *testing.T) {
 		}
 	}
 }
+
+// TestReadMembersOfACutString: a body cut short inside a string, read
+// loosely (ReadMembers), gives what gjson gives (nothing): Get reads a
+// string without escapes in place by taking off its quotes, which a string
+// cut short does not have.
+func TestReadMembersOfACutString(t *testing.T) {
+	for _, body := range []string{`{"model":"abc`, `{"model":"a"`, `{"model":"`, `{"a":1,"model":"x\"y`} {
+		got, want := ReadMembers([]byte(body), "messages").Get("model"), gjson.Get(body, "model")
+		if got.Raw != want.Raw || got.Str != want.Str || got.Type != want.Type {
+			t.Errorf("%q: Get = %q %q %v, gjson finds %q %q %v", body, got.Raw, got.Str, got.Type, want.Raw, want.Str, want.Type)
+		}
+	}
+}
