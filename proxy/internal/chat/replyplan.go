@@ -168,12 +168,9 @@ func placeOf(m *wire.Members, v gjson.Result) (plannedValue, bool) {
 // read is the value at v in the body read into m: an empty Result when it
 // is absent; false when v is not a Place of the template the body repeats.
 func (v plannedValue) read(m *wire.Members) (gjson.Result, bool) {
-	if !v.ok {
-		return gjson.Result{}, true
-	}
-	s, ok := m.Span(v.at)
-	if !ok {
-		return gjson.Result{}, false
+	s, ok := v.span(m)
+	if s.End == 0 {
+		return gjson.Result{}, ok
 	}
 	return m.Item(s), true
 }
@@ -183,14 +180,21 @@ func (v plannedValue) read(m *wire.Members) (gjson.Result, bool) {
 // it starts, not parsed (parsing a string unescapes it into a copy, which
 // the arguments' check makes again its own way).
 func (v plannedValue) raw(m *wire.Members) (gjson.Result, bool) {
-	if !v.ok {
-		return gjson.Result{}, true
-	}
-	s, ok := m.Span(v.at)
-	if !ok {
-		return gjson.Result{}, false
+	s, ok := v.span(m)
+	if s.End == 0 {
+		return gjson.Result{}, ok
 	}
 	return m.Unparsed(s), true
+}
+
+// span is where v is in the body read into m: none (a zero Span, which no
+// value has) when v is absent or, with false, not a Place of the template
+// the body repeats.
+func (v plannedValue) span(m *wire.Members) (wire.Span, bool) {
+	if !v.ok {
+		return wire.Span{}, true
+	}
+	return m.Span(v.at)
 }
 
 // plannedTurns is Turns for a reply that repeats the template p was made
