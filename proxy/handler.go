@@ -54,6 +54,9 @@ type Handler struct {
 	rt       http.RoundTripper
 	rp       *httputil.ReverseProxy
 	schemas  *validate.Cache
+	// upstreamBase is the upstream's path without its trailing slash, to
+	// which rewrite appends a request's path below /v1.
+	upstreamBase string
 	// history remembers the conversation prefixes whose calls needed no
 	// mending, so that a conversation sent again is not walked again.
 	history *ladder.HistoryCache
@@ -123,6 +126,7 @@ func New(o Options) (*Handler, error) {
 		decoded:    newByteBudget(decodedInFlight * o.Config.MaxBodyBytes),
 	}
 	h.global = h.cfg.Rules("")
+	h.upstreamBase = strings.TrimSuffix(u.Path, "/")
 	h.schemas.SetMaxBytes(o.Config.SchemaCacheBytes)
 	h.secrets = upstreamSecrets(o.Config)
 	h.metrics = newMetrics(h.schemas)
@@ -366,6 +370,10 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		}
 		return nil, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "body_read_error", Msg: "could not read the request body", Err: err}
 	}
+	// Read to its end, the body is closed: the server, finding it so,
+	// does not look for more of it (a reader of its own and a read)
+	// before it answers.
+	r.Body.Close()
 	return b, nil
 }
 
@@ -373,11 +381,17 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 // request's path below /v1 is appended to the upstream's base path, and its
 // host is never taken from the request.
 func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
-	rest := strings.TrimPrefix(pr.In.URL.Path, "/v1")
+	path := pr.In.URL.Path
+	rest, v1 := strings.CutPrefix(path, "/v1")
 	out := pr.Out.URL
 	out.Scheme = h.upstream.Scheme
 	out.Host = h.upstream.Host
-	out.Path = strings.TrimSuffix(h.upstream.Path, "/") + rest
+	// An upstream at an API's /v1, the usual one, takes the path as it
+	// came: no string joined again for every request.
+	out.Path = path
+	if !v1 || h.upstreamBase != "/v1" {
+		out.Path = h.upstreamBase + rest
+	}
 	out.RawPath = ""
 	if pr.In.URL.RawPath != "" {
 		out.RawPath = strings.TrimSuffix(h.upstream.EscapedPath(), "/") + strings.TrimPrefix(pr.In.URL.EscapedPath(), "/v1")

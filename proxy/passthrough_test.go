@@ -63,12 +63,24 @@ func TestOtherRoutesPassThroughUnchanged(t *testing.T) {
 }
 
 func TestQueryAndUpstreamBasePath(t *testing.T) {
-	up := newUpstream(t, reply{Body: `{}`})
-	srv, _ := guard(t, up, func(c *policy.Config) { c.UpstreamURL = up.URL + "/openai/v1/" })
-	do(t, context.Background(), srv, "GET", "/v1/models?after=a%2Fb", "", nil)
-	r := up.requests()[0]
-	if r.Path != "/openai/v1/models" || r.RawQuery != "after=a%2Fb" {
-		t.Errorf("upstream got path %q query %q", r.Path, r.RawQuery)
+	// The request's path below /v1 goes after the upstream's base path,
+	// whatever that is; an upstream at /v1 gets the path as it came.
+	for _, c := range []struct{ base, want string }{
+		{"/openai/v1/", "/openai/v1/models"},
+		{"/v1", "/v1/models"},
+		{"/v1/", "/v1/models"},
+		{"", "/models"},
+		{"/", "/models"},
+		{"/v10", "/v10/models"},
+		{"/api/v1", "/api/v1/models"},
+	} {
+		up := newUpstream(t, reply{Body: `{}`})
+		srv, _ := guard(t, up, func(cfg *policy.Config) { cfg.UpstreamURL = up.URL + c.base })
+		do(t, context.Background(), srv, "GET", "/v1/models?after=a%2Fb", "", nil)
+		r := up.requests()[0]
+		if r.Path != c.want || r.RawQuery != "after=a%2Fb" {
+			t.Errorf("upstream at %q: got path %q query %q, want %q", c.base, r.Path, r.RawQuery, c.want)
+		}
 	}
 }
 

@@ -1,0 +1,74 @@
+package proxy_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"testing"
+
+	"github.com/toolguard/toolguard/policy"
+)
+
+// TestClientConnectionIsReused sends requests with bodies of every kind
+// toolguard reads, one after another on one connection: each must find the
+// connection the last one left, so no request leaves part of its body
+// unread or its connection marked to close. (A request refused before its
+// body is read, a 401, closes its connection once it has drained a large
+// body, as net/http's server does: not checked here.)
+func TestClientConnectionIsReused(t *testing.T) {
+	up := newUpstream(t, reply{Body: toolReply(`{"prompt_tokens":1,"completion_tokens":1}`, clickCall("call_1", `"{\"selector\":\"#b\"}"`))})
+	srv, _ := guard(t, up, func(c *policy.Config) { c.APIKeys = []string{"tg-key"} })
+	key := http.Header{"Authorization": {"Bearer tg-key"}}
+	// More than the server would discard of a body its handler left
+	// unread (256 KiB) before giving the connection up.
+	large := `{"model":"m","input":"` + strings.Repeat("x", 300<<10) + `"}`
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1, MaxIdleConnsPerHost: 1}}
+	t.Cleanup(client.CloseIdleConnections)
+	cases := []struct {
+		name, method, path, body string
+		header                   http.Header
+		chunked                  bool // no Content-Length: chunked
+	}{
+		{name: "inspected", method: "POST", path: "/v1/chat/completions", body: clickRequest(""), header: key},
+		{name: "inspected, chunked", method: "POST", path: "/v1/chat/completions", body: clickRequest(""), header: key, chunked: true},
+		{name: "inspected, 100-continue", method: "POST", path: "/v1/chat/completions", body: clickRequest(""),
+			header: http.Header{"Authorization": key["Authorization"], "Expect": {"100-continue"}}},
+		{name: "passed through", method: "POST", path: "/v1/embeddings", body: `{"model":"e","input":"x"}`, header: key},
+		{name: "passed through, chunked", method: "POST", path: "/v1/embeddings", body: `{"model":"e","input":"x"}`, header: key, chunked: true},
+		{name: "passed through, large", method: "POST", path: "/v1/embeddings", body: large, header: key},
+		{name: "no body", method: "GET", path: "/v1/models", header: key},
+		{name: "refused after its body", method: "POST", path: "/v1/chat/completions", body: `{"model":"m","messages":[`, header: key},
+	}
+	for i, c := range cases {
+		var body io.Reader
+		if c.body != "" {
+			body = strings.NewReader(c.body)
+			if c.chunked {
+				body = struct{ io.Reader }{body} // hides the length
+			}
+		}
+		reused := false
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused },
+		})
+		req, err := http.NewRequestWithContext(ctx, c.method, srv.URL+c.path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range c.header {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.Close || (i > 0 && !reused) {
+			t.Errorf("%s: status %d, response closes the connection %v, connection reused %v", c.name, resp.StatusCode, resp.Close, reused)
+		}
+	}
+}
