@@ -63,6 +63,9 @@ type config struct {
 	keep      bool
 	toolguard string // extra KEY=VALUE settings for the toolguard arms
 	baseline  string // a git revision whose toolguard runs beside the current one
+	// baselineEnv are extra KEY=VALUE settings for the baseline's arms
+	// alone, after toolguard's: the same build under two settings.
+	baselineEnv string
 }
 
 func runCompare(ctx context.Context, args []string) error {
@@ -84,6 +87,7 @@ func runCompare(ctx context.Context, args []string) error {
 	fs.StringVar(&c.profile, "profile", "", "directory: run the toolguard arms on a build that writes cpu.prof and allocs.prof there when it stops (the arm with inspection off in off/)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (binaries, logs, scripts)")
 	fs.StringVar(&c.toolguard, "toolguard-env", "", "comma-separated KEY=VALUE settings added to the toolguard arms' environment")
+	fs.StringVar(&c.baselineEnv, "baseline-env", "", "comma-separated KEY=VALUE settings added to the baseline arms' environment alone, after -toolguard-env's (with -baseline HEAD: one build under two settings)")
 	fs.StringVar(&c.baseline, "baseline", "", "a git revision: also build toolguard there and run its valid, repair, history, first-turn, stream, no-tools and many-tools arms (baseline-*) beside the current ones")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -366,7 +370,7 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 		return waitReady(ctx, pr, servers[target]+path)
 	}
 	upstreamURL := servers["direct"] + "/v1"
-	guardEnv := func(addr, mode string) []string {
+	guardEnv := func(addr, mode string, extra ...string) []string {
 		e := []string{"TOOLGUARD_LISTEN_ADDR=" + addr, "TOOLGUARD_DRAIN_DELAY=0s", "TOOLGUARD_UPSTREAM_URL=" + upstreamURL, "TOOLGUARD_MODE=" + mode, "TOOLGUARD_DRAIN_DELAY=0s"}
 		if c.profile != "" {
 			// The arm with inspection off writes its profiles apart, in
@@ -378,7 +382,7 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 			}
 			e = append(e, "LOADTEST_PROFILE_DIR="+dir)
 		}
-		for _, kv := range strings.Split(c.toolguard, ",") {
+		for _, kv := range strings.Split(strings.Join(append([]string{c.toolguard}, extra...), ","), ",") {
 			if kv = strings.TrimSpace(kv); kv != "" {
 				e = append(e, kv)
 			}
@@ -400,7 +404,7 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 			return ps.start("toolguard", env.root, guardEnv(addr, "repair"), env.toolguard)
 		}, "/healthz"},
 		{"baseline", func(addr string) (*proc, error) {
-			return ps.start("toolguard-baseline", env.root, guardEnv(addr, "repair"), env.baseline)
+			return ps.start("toolguard-baseline", env.root, guardEnv(addr, "repair", c.baselineEnv), env.baseline)
 		}, "/healthz"},
 		{"portkey", func(addr string) (*proc, error) {
 			_, port, _ := strings.Cut(addr, ":")
