@@ -167,3 +167,23 @@ func TestFirstTurnArmsSendNewConversations(t *testing.T) {
 		t.Errorf("%d requests seen, wrk counted %d", total, res.requests)
 	}
 }
+
+// TestBaselineSettingsOverrideToolguards: -baseline-env's settings come
+// after -toolguard-env's, and a process started with both takes the
+// baseline's.
+func TestBaselineSettingsOverrideToolguards(t *testing.T) {
+	got := settings("GOGC=100, TOOLGUARD_MODE=repair,", " GOGC=200")
+	want := []string{"GOGC=100", "TOOLGUARD_MODE=repair", "GOGC=200"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("settings: %q, want %q", got, want)
+	}
+	cmd := exec.Command("sh", "-c", `printf %s "$GOGC"`)
+	cmd.Env = append(cleanEnv(), got...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != "200" {
+		t.Errorf("the process got GOGC=%q, want 200", out)
+	}
+}

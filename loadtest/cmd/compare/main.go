@@ -382,12 +382,7 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 			}
 			e = append(e, "LOADTEST_PROFILE_DIR="+dir)
 		}
-		for _, kv := range strings.Split(strings.Join(append([]string{c.toolguard}, extra...), ","), ",") {
-			if kv = strings.TrimSpace(kv); kv != "" {
-				e = append(e, kv)
-			}
-		}
-		return e
+		return append(e, settings(append([]string{c.toolguard}, extra...)...)...)
 	}
 	steps := []struct {
 		target string
@@ -474,4 +469,19 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// settings are the KEY=VALUE settings of comma-separated lists, in order:
+// a process started with them takes the last of a key given twice (as
+// os/exec does), so a later list overrides an earlier one.
+func settings(lists ...string) []string {
+	var out []string
+	for _, l := range lists {
+		for _, kv := range strings.Split(l, ",") {
+			if kv = strings.TrimSpace(kv); kv != "" {
+				out = append(out, kv)
+			}
+		}
+	}
+	return out
 }
