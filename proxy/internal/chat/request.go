@@ -106,7 +106,7 @@ func NewRequest(m *wire.Members, d *ladder.Declarations, output bool) *Request {
 		decl = toolsOf(t)
 	}
 	var out *ladder.Tool
-	if output {
+	if output && t.responseFormat.Exists() {
 		out = ladder.OutputFormat(t.responseFormat.Get("type").Str, t.responseFormat.Get("json_schema.schema"))
 	}
 	if decl.Tools.Len() == 0 && out == nil {
@@ -143,7 +143,7 @@ func checkDeclarations(t top) *wire.Error {
 	if err != nil {
 		return err
 	}
-	if tools.Get("#").Int() > 0 && functions.Get("#").Int() > 0 {
+	if toolList && functionList && tools.Get("#").Int() > 0 && functions.Get("#").Int() > 0 {
 		return ambiguous("declare functions in tools or in the legacy functions, not both: upstreams differ in which they honour")
 	}
 	seen := map[string]bool{}
