@@ -60,13 +60,9 @@ func TestUpstreamFaults(t *testing.T) {
 				}
 				c.MaxResponseBytes = 1 << 20
 			})
-			req := `{"model":"m","messages":[{"role":"user","content":"go"}],"tools":` + faulty.ClickTools
-			if tc.stream {
-				req += `,"stream":true`
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			resp, body := do(t, ctx, srv, "POST", "/v1/chat/completions", req+"}", http.Header{"X-Fault": {string(tc.fault)}})
+			resp, body := do(t, ctx, srv, "POST", "/v1/chat/completions", faultRequest(tc.stream), http.Header{"X-Fault": {string(tc.fault)}})
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d: %.300s", resp.StatusCode, tc.status, body)
 			}
@@ -124,4 +120,14 @@ func TestTotalTimeoutIs504(t *testing.T) {
 			}
 		}
 	}
+}
+
+// faultRequest is a chat request that declares click, streamed or not, for
+// the faulty upstream (X-Fault says what goes wrong).
+func faultRequest(stream bool) string {
+	req := `{"model":"m","messages":[{"role":"user","content":"go"}],"tools":` + faulty.ClickTools
+	if stream {
+		req += `,"stream":true`
+	}
+	return req + "}"
 }

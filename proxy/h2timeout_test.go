@@ -90,13 +90,9 @@ func TestUpstreamTimeoutsOverHTTP2(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := start(t, func(c *policy.Config) { c.UpstreamHeaderTimeout, c.UpstreamTimeout = tt.header, tt.total })
-			req := `{"model":"m","messages":[{"role":"user","content":"go"}],"tools":` + faulty.ClickTools
-			if tt.stream {
-				req += `,"stream":true`
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			resp, body := do(t, ctx, srv, "POST", "/v1/chat/completions", req+"}", http.Header{"X-Fault": {string(tt.fault)}})
+			resp, body := do(t, ctx, srv, "POST", "/v1/chat/completions", faultRequest(tt.stream), http.Header{"X-Fault": {string(tt.fault)}})
 			code := gjson.GetBytes(body, "error.code").String()
 			if tt.stream {
 				code = gjson.Get(assemble(t, body).Error, "code").String()
@@ -107,7 +103,7 @@ func TestUpstreamTimeoutsOverHTTP2(t *testing.T) {
 			if tt.stream {
 				return // a stream is judged at its first bytes (see judgedBody)
 			}
-			resp, body = do(t, ctx, srv, "POST", "/v1/chat/completions", req+"}", nil)
+			resp, body = do(t, ctx, srv, "POST", "/v1/chat/completions", faultRequest(false), nil)
 			if resp.StatusCode != 503 || gjson.GetBytes(body, "error.code").String() != "upstream_circuit_open" {
 				t.Errorf("after the timeout: status %d, want the open breaker's 503: %.300s", resp.StatusCode, body)
 			}
@@ -120,7 +116,7 @@ func TestUpstreamTimeoutsOverHTTP2(t *testing.T) {
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		req := `{"model":"m","messages":[{"role":"user","content":"go"}],"tools":` + faulty.ClickTools + `}`
+		req := faultRequest(false)
 		_, body := do(t, ctx, srv, "POST", "/v1/chat/completions", req, http.Header{"X-Fault": {stallReask}})
 		if msg := gjson.GetBytes(body, "error.message").String(); !strings.Contains(msg, "TOOLGUARD_UPSTREAM_HEADER_TIMEOUT") {
 			t.Errorf("the client is not told the re-ask timed out: %.400s", body)
