@@ -49,8 +49,8 @@ func run(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *hold < 0 {
-		return fmt.Errorf("-hold %d: want a size of zero or more bytes", *hold)
+	if *hold < 0 || *hold > maxHold {
+		return fmt.Errorf("-hold %d: want a size from 0 to %d bytes", *hold, maxHold)
 	}
 	held = make([]byte, *hold)
 	for i := range held {
@@ -72,8 +72,10 @@ func run(ctx context.Context, args []string) error {
 	return loopback.Serve(ctx, *addr, buffered(rp))
 }
 
-// held is what -hold keeps live.
+// held is what -hold keeps live, at most maxHold bytes.
 var held []byte
+
+const maxHold = 1 << 30
 
 // copyBufferSize is the size of ReverseProxy's own copy buffers.
 const copyBufferSize = 32 << 10
