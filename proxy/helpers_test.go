@@ -20,6 +20,7 @@ import (
 // received is one request as the fake upstream saw it.
 type received struct {
 	Method, Path, RawQuery string
+	EscapedPath            string // the path as it was sent
 	Header                 http.Header
 	Body                   []byte
 }
@@ -54,7 +55,7 @@ func (u *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	u.mu.Lock()
 	n := len(u.got)
-	u.got = append(u.got, received{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
+	u.got = append(u.got, received{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, EscapedPath: r.URL.EscapedPath(), Header: r.Header.Clone(), Body: body})
 	handle := u.handle
 	var rp reply
 	if len(u.replies) > 0 {

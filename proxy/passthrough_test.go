@@ -82,6 +82,14 @@ func TestQueryAndUpstreamBasePath(t *testing.T) {
 			t.Errorf("upstream at %q: got path %q query %q, want %q", c.base, r.Path, r.RawQuery, c.want)
 		}
 	}
+	// A path that came escaped keeps its escapes, after the upstream's
+	// base path as it was configured, escapes and all.
+	up := newUpstream(t, reply{Body: `{}`})
+	srv, _ := guard(t, up, func(cfg *policy.Config) { cfg.UpstreamURL = up.URL + "/open%41i/v1/" })
+	do(t, context.Background(), srv, "GET", "/v1/files/a%41b", "", nil)
+	if got, want := up.requests()[0].EscapedPath, "/open%41i/v1/files/a%41b"; got != want {
+		t.Errorf("an escaped path: the upstream got %q, want %q", got, want)
+	}
 }
 
 func TestUpstreamAPIKeyReplacesClientAuthorization(t *testing.T) {
