@@ -55,8 +55,9 @@ type Handler struct {
 	rp       *httputil.ReverseProxy
 	schemas  *validate.Cache
 	// upstreamBase is the upstream's path without its trailing slash, to
-	// which rewrite appends a request's path below /v1.
-	upstreamBase string
+	// which rewrite appends a request's path below /v1; upstreamRawBase
+	// is its escaped form, for a request whose path came escaped.
+	upstreamBase, upstreamRawBase string
 	// history remembers the conversation prefixes whose calls needed no
 	// mending, so that a conversation sent again is not walked again.
 	history *ladder.HistoryCache
@@ -127,6 +128,7 @@ func New(o Options) (*Handler, error) {
 	}
 	h.global = h.cfg.Rules("")
 	h.upstreamBase = strings.TrimSuffix(u.Path, "/")
+	h.upstreamRawBase = strings.TrimSuffix(u.EscapedPath(), "/")
 	h.schemas.SetMaxBytes(o.Config.SchemaCacheBytes)
 	h.secrets = upstreamSecrets(o.Config)
 	h.metrics = newMetrics(h.schemas)
@@ -386,15 +388,16 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 	out := pr.Out.URL
 	out.Scheme = h.upstream.Scheme
 	out.Host = h.upstream.Host
-	// An upstream at an API's /v1, the usual one, takes the path as it
-	// came: no string joined again for every request.
-	out.Path = path
-	if !v1 || h.upstreamBase != "/v1" {
+	if v1 && h.upstreamBase == "/v1" {
+		// An upstream at an API's /v1, the usual one: the join would be
+		// the path as it came, which is taken without making it again.
+		out.Path = path
+	} else {
 		out.Path = h.upstreamBase + rest
 	}
 	out.RawPath = ""
 	if pr.In.URL.RawPath != "" {
-		out.RawPath = strings.TrimSuffix(h.upstream.EscapedPath(), "/") + strings.TrimPrefix(pr.In.URL.EscapedPath(), "/v1")
+		out.RawPath = h.upstreamRawBase + strings.TrimPrefix(pr.In.URL.EscapedPath(), "/v1")
 	}
 	pr.Out.Host = ""
 	if len(h.keys) > 0 {
