@@ -42,6 +42,7 @@ func TestDefaults(t *testing.T) {
 		LogLevel:               "info",
 		LogArguments:           true,
 		LogFlushInterval:       50 * time.Millisecond,
+		GCReserveBytes:         4 << 20,
 	}
 	if diff := cmp.Diff(c, want); diff != "" {
 		t.Errorf("defaults (-got +want):\n%s", diff)
@@ -87,6 +88,22 @@ func TestLoadAcceptsGoodValues(t *testing.T) {
 	}
 	if c.Mode != policy.ModeValidate || c.MaxReasks != 0 || c.OnFailure != policy.FailDrop || c.UpstreamURL != "http://127.0.0.1:9999/v1" {
 		t.Errorf("got %+v", c)
+	}
+}
+
+// TestGCReserveRange: the reserve is 0 (none) to 1 GiB, both ends taken,
+// one byte past either refused with the variable named.
+func TestGCReserveRange(t *testing.T) {
+	for _, v := range []string{"0", "1073741824"} {
+		if _, err := policy.Load([]string{"TOOLGUARD_GC_RESERVE_BYTES=" + v}); err != nil {
+			t.Errorf("%s refused: %v", v, err)
+		}
+	}
+	for _, v := range []string{"-1", "1073741825", "4MiB"} {
+		_, err := policy.Load([]string{"TOOLGUARD_GC_RESERVE_BYTES=" + v})
+		if err == nil || !strings.Contains(err.Error(), "TOOLGUARD_GC_RESERVE_BYTES") {
+			t.Errorf("%s: got %v, want an error naming TOOLGUARD_GC_RESERVE_BYTES", v, err)
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -85,6 +86,8 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 	if *healthcheck {
 		return checkHealth(ctx, cfg.ListenAddr)
 	}
+	reserve := serving.Reserve(cfg)
+	defer runtime.KeepAlive(reserve)
 	tp, err := newTracerProvider(ctx)
 	if err != nil {
 		return err
@@ -137,7 +140,8 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer, 
 		"client_auth", len(cfg.APIKeys) > 0, "tracing", tp != nil, "addr", ln.Addr().String(), "upstream", redactedURL(cfg.UpstreamURL),
 		"mode", string(cfg.Mode), "max_reasks", cfg.MaxReasks, "on_failure", string(cfg.OnFailure),
 		"fallback_model", cfg.FallbackModel, "fallback_upstream", redactedURL(cfg.FallbackUpstreamURL),
-		"breaker_failures", cfg.BreakerFailures, "breaker_cooldown", cfg.BreakerCooldown.String())
+		"breaker_failures", cfg.BreakerFailures, "breaker_cooldown", cfg.BreakerCooldown.String(),
+		"gc_reserve_bytes", len(reserve))
 	if ready != nil {
 		logOut.Sync() // the start-up lines are out before anyone is told
 		ready <- ln.Addr().String()

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -46,6 +47,8 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	reserve := serving.Reserve(cfg)
+	defer runtime.KeepAlive(reserve)
 	level, err := cfg.SlogLevel()
 	if err != nil {
 		return err
