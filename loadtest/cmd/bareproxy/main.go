@@ -5,11 +5,13 @@
 // requests) and its copy buffers pooled as toolguard's are (without a pool
 // it allocates 32 KiB for every response it copies).
 //
-// Two settings measure what a live heap costs the collector: -hold keeps a
+// Three settings measure what a live heap costs the collector: -hold keeps a
 // buffer of that many bytes live, memory the collector counts but need not
-// scan; built with -tags schemalib, the proxy loads the JSON Schema library
-// toolguard validates with, and holds the meta-schemas it compiles when it
-// loads, as toolguard does (see schemalib.go).
+// scan; -reserve keeps one it never writes, as toolguard's
+// TOOLGUARD_GC_RESERVE_BYTES does; built with -tags schemalib, the proxy
+// loads the JSON Schema library toolguard validates with, and holds the
+// meta-schemas it compiles when it loads, as toolguard does (see
+// schemalib.go).
 package main
 
 import (
@@ -46,16 +48,23 @@ func run(ctx context.Context, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:9001", "where to listen (a loopback address)")
 	upstream := fs.String("upstream", "http://127.0.0.1:9000", "the upstream's base URL")
 	hold := fs.Int("hold", 0, "bytes of memory without pointers to hold live for the process's life, to measure what a live heap the collector need not scan costs it")
+	reserve := fs.Int("reserve", 0, "bytes of memory without pointers to hold live for the process's life and never write, as toolguard's TOOLGUARD_GC_RESERVE_BYTES")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *hold < 0 || *hold > maxHold {
-		return fmt.Errorf("-hold %d: want a size from 0 to %d bytes", *hold, maxHold)
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"hold", *hold}, {"reserve", *reserve}} {
+		if f.n < 0 || f.n > maxHold {
+			return fmt.Errorf("-%s %d: want a size from 0 to %d bytes", f.name, f.n, maxHold)
+		}
 	}
 	held = make([]byte, *hold)
 	for i := range held {
 		held[i] = byte(i) // written, so that its pages are the process's as a buffer in use is
 	}
+	reserved = make([]byte, *reserve)
 	target, err := url.Parse(*upstream)
 	if err != nil {
 		return err
@@ -72,8 +81,9 @@ func run(ctx context.Context, args []string) error {
 	return loopback.Serve(ctx, *addr, buffered(rp))
 }
 
-// held is what -hold keeps live, at most maxHold bytes.
-var held []byte
+// held and reserved are what -hold and -reserve keep live, each at most
+// maxHold bytes.
+var held, reserved []byte
 
 const maxHold = 1 << 30
 

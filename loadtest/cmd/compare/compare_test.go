@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/toolguard/toolguard/policy"
 )
 
 func TestStatTicks(t *testing.T) {
@@ -185,5 +186,27 @@ func TestBaselineSettingsOverrideToolguards(t *testing.T) {
 	}
 	if string(out) != "200" {
 		t.Errorf("the process got GOGC=%q, want 200", out)
+	}
+}
+
+// TestBareProxyHoldsToolguardsReserve: the bare proxy's reserve for the
+// collector is the toolguard arms' own, its default or as -toolguard-env
+// sets it, and a bad one is refused before anything runs.
+func TestBareProxyHoldsToolguardsReserve(t *testing.T) {
+	def, err := policy.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for env, want := range map[string]int64{
+		"":                                       def.GCReserveBytes,
+		"GOGC=200, TOOLGUARD_GC_RESERVE_BYTES=0": 0,
+		"TOOLGUARD_GC_RESERVE_BYTES=8388608, a=b": 8 << 20,
+	} {
+		if got, err := bareReserve(env); err != nil || got != want {
+			t.Errorf("bareReserve(%q) = %d, %v; want %d", env, got, err, want)
+		}
+	}
+	if _, err := bareReserve("TOOLGUARD_GC_RESERVE_BYTES=-1"); err == nil || !strings.Contains(err.Error(), "-toolguard-env") {
+		t.Errorf("a bad reserve: %v, want an error naming -toolguard-env", err)
 	}
 }

@@ -35,6 +35,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolguard/toolguard/policy"
 )
 
 func main() {
@@ -66,6 +68,9 @@ type config struct {
 	// baselineEnv are extra KEY=VALUE settings for the baseline's arms
 	// alone, after toolguard's: the same build under two settings.
 	baselineEnv string
+	// bareReserve is the collector's reserve the bare proxy holds: the
+	// toolguard arms' TOOLGUARD_GC_RESERVE_BYTES.
+	bareReserve int64
 }
 
 func runCompare(ctx context.Context, args []string) error {
@@ -101,6 +106,11 @@ func runCompare(ctx context.Context, args []string) error {
 	if c.rounds < 1 || c.duration < time.Second || c.conns < 1 {
 		return fmt.Errorf("-rounds must be at least 1, -duration at least 1s, -conns at least 1")
 	}
+	reserve, err := bareReserve(c.toolguard)
+	if err != nil {
+		return err
+	}
+	c.bareReserve = reserve
 	arms, err := pickArms(c)
 	if err != nil {
 		return err
@@ -390,7 +400,7 @@ func startArms(ctx context.Context, c config, env environment, ps *procs, arms [
 		path   string
 	}{
 		{"bare", func(addr string) (*proc, error) {
-			return ps.start("bareproxy", env.root, nil, env.proxy, "-addr", addr, "-upstream", servers["direct"])
+			return ps.start("bareproxy", env.root, nil, env.proxy, "-addr", addr, "-upstream", servers["direct"], "-reserve", strconv.FormatInt(c.bareReserve, 10))
 		}, "/"},
 		{"off", func(addr string) (*proc, error) {
 			return ps.start("toolguard-off", env.root, guardEnv(addr, "off"), env.toolguard)
@@ -474,6 +484,18 @@ func loadAverage() string {
 // settings are the KEY=VALUE settings of comma-separated lists, in order:
 // a process started with them takes the last of a key given twice (as
 // os/exec does), so a later list overrides an earlier one.
+// bareReserve is the collector's reserve the bare proxy holds: the one the
+// toolguard arms hold (TOOLGUARD_GC_RESERVE_BYTES, its default unless
+// toolguardEnv, -toolguard-env's settings, sets it), so that the yardstick
+// runs as toolguard's plumbing does.
+func bareReserve(toolguardEnv string) (int64, error) {
+	cfg, err := policy.Load(settings(toolguardEnv))
+	if err != nil {
+		return 0, fmt.Errorf("-toolguard-env: %w", err)
+	}
+	return cfg.GCReserveBytes, nil
+}
+
 func settings(lists ...string) []string {
 	var out []string
 	for _, l := range lists {

@@ -94,6 +94,7 @@ func (rp *report) markdown() string {
 			m.opened, m.streams, m.openTime.Round(time.Millisecond), mb(m.rss), mb(m.idle), mb(m.hwm))
 	}
 	b.WriteString("\n" + rp.targets())
+	fmt.Fprintf(&b, "\nThe bare proxy holds the toolguard arms' reserve for the collector (TOOLGUARD_GC_RESERVE_BYTES): %d bytes.\n", rp.cfg.bareReserve)
 	fmt.Fprintf(&b, "\nMachine: %d CPUs (nproc), %s, %s, load average at the end %s.\n", runtime.NumCPU(), uname(), runtime.Version(), rp.load)
 	return b.String()
 }
