@@ -187,6 +187,9 @@ func TestStartupSaysWhatItRuns(t *testing.T) {
 		if !strings.Contains(log, `"tracing":false`) {
 			t.Errorf("tracing is not off without OTEL_* variables:\n%s", log)
 		}
+		if !strings.Contains(log, `"gc_reserve_bytes":4194304`) {
+			t.Errorf("start-up line lacks the collector's reserve:\n%s", log)
+		}
 		if !strings.Contains(log, "TOOLGUARD_MAX_REASK is not a toolguard variable") || !strings.Contains(log, "did you mean TOOLGUARD_MAX_REASKS?") {
 			t.Errorf("no warning for the misspelled variable:\n%s", log)
 		}

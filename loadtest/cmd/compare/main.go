@@ -481,9 +481,6 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
-// settings are the KEY=VALUE settings of comma-separated lists, in order:
-// a process started with them takes the last of a key given twice (as
-// os/exec does), so a later list overrides an earlier one.
 // bareReserve is the collector's reserve the bare proxy holds: the one the
 // toolguard arms hold (TOOLGUARD_GC_RESERVE_BYTES, its default unless
 // toolguardEnv, -toolguard-env's settings, sets it), so that the yardstick
@@ -496,6 +493,9 @@ func bareReserve(toolguardEnv string) (int64, error) {
 	return cfg.GCReserveBytes, nil
 }
 
+// settings are the KEY=VALUE settings of comma-separated lists, in order:
+// a process started with them takes the last of a key given twice (as
+// os/exec does), so a later list overrides an earlier one.
 func settings(lists ...string) []string {
 	var out []string
 	for _, l := range lists {
