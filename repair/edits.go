@@ -3,7 +3,14 @@ package repair
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/tidwall/gjson"
 )
 
 // Kind names one kind of edit. The names are stable: they are metric labels
@@ -88,13 +95,104 @@ func render(v any) string {
 }
 
 // encode writes v as compact JSON without HTML escaping: arguments go to
-// tool code, not to a browser, and "<" must stay "<".
+// tool code, not to a browser, and "<" must stay "<". It writes what
+// encoding/json's Encoder (SetEscapeHTML(false)) writes, byte for byte:
+// decoded JSON (maps with their keys sorted, slices, strings, json.Number,
+// bools, nil) without reflection, anything else through encoding/json.
 func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	return appendJSON(make([]byte, 0, 64), v)
+}
+
+// appendJSON appends v to b as encode writes it.
+func appendJSON(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case bool:
+		return strconv.AppendBool(b, v), nil
+	case string:
+		return appendString(b, v)
+	case json.Number:
+		if v == "" {
+			v = "0"
+		}
+		if !validNumber(string(v)) {
+			return nil, fmt.Errorf("json: invalid number literal %q", string(v))
+		}
+		return append(b, v...), nil
+	case map[string]any:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		var room [16]string
+		keys := room[:0]
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendString(b, k); err != nil {
+				return nil, err
+			}
+			b = append(b, ':')
+			if b, err = appendJSON(b, v[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, '}'), nil
+	case []any:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendJSON(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	}
+	return appendEncoded(b, v)
+}
+
+// appendString appends s as a JSON string, as encoding/json writes it:
+// jsontext writes the same for valid UTF-8 without U+2028 and U+2029, which
+// encoding/json escapes (as it replaces invalid UTF-8).
+func appendString(b []byte, s string) ([]byte, error) {
+	if plainASCII(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"'), nil
+	}
+	if utf8.ValidString(s) && !strings.ContainsAny(s, "\u2028\u2029") {
+		return jsontext.AppendQuote(b, s)
+	}
+	return appendEncoded(b, s)
+}
+
+// appendEncoded appends v as encoding/json writes it.
+func appendEncoded(b []byte, v any) ([]byte, error) {
+	buf := bytes.NewBuffer(b)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// validNumber reports whether s is a JSON number: a JSON value that starts
+// with a minus or a digit and ends with a digit (no space around it).
+func validNumber(s string) bool {
+	digit := func(c byte) bool { return '0' <= c && c <= '9' }
+	return s != "" && (s[0] == '-' || digit(s[0])) && digit(s[len(s)-1]) && gjson.Valid(s)
 }
