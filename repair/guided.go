@@ -31,9 +31,13 @@ type guider struct {
 // guide runs rounds of schema-guided edits on v until it validates, no edit
 // applies, or maxRounds is reached. errs are v's errors against s (not nil),
 // so the first round does not validate v again. It reports whether the
-// result validates.
-func guide(v any, errs []validate.Error, s *validate.Schema, b *validate.Budget) (any, []Edit, bool) {
-	g := &guider{doc: s.Doc(), root: clone(v)}
+// result validates. The edits are made on a copy of v when keep is set, and
+// on v itself otherwise: a caller that keeps nothing of v saves the copy.
+func guide(v any, errs []validate.Error, s *validate.Schema, b *validate.Budget, keep bool) (any, []Edit, bool) {
+	if keep {
+		v = clone(v)
+	}
+	g := &guider{doc: s.Doc(), root: v}
 	for i := range maxRounds {
 		if i > 0 {
 			errs = s.ValidateWithin(g.root, b)
@@ -66,14 +70,31 @@ func (g *guider) round(errs []validate.Error) bool {
 	// deepest first (a stable sort keeps that order among equals). errs
 	// are a validation's, at most validate.MaxErrors: a search for each
 	// path costs less than a map.
-	var byPath []pathErrors
+	var room [4]pathErrors
+	byPath := room[:0]
 	for _, e := range errs {
 		i := slices.IndexFunc(byPath, func(pe pathErrors) bool { return pe.path == e.Path })
 		if i < 0 {
 			i = len(byPath)
 			byPath = append(byPath, pathErrors{path: e.Path})
 		}
-		byPath[i].errs = append(byPath[i].errs, e)
+		byPath[i].n++
+	}
+	// Each path's errors, in their order, in one array: errs itself when
+	// they are at one path.
+	if len(byPath) == 1 {
+		byPath[0].errs = errs
+	} else {
+		all := make([]validate.Error, 0, len(errs))
+		for i := range byPath {
+			start := len(all)
+			for _, e := range errs {
+				if e.Path == byPath[i].path {
+					all = append(all, e)
+				}
+			}
+			byPath[i].errs = all[start:len(all):len(all)]
+		}
 	}
 	slices.SortStableFunc(byPath, func(a, b pathErrors) int {
 		return strings.Count(b.path, "/") - strings.Count(a.path, "/")
@@ -90,9 +111,10 @@ func (g *guider) round(errs []validate.Error) bool {
 	return changed
 }
 
-// pathErrors are the errors of one round at one path.
+// pathErrors are the errors of one round at one path: n of them.
 type pathErrors struct {
 	path string
+	n    int
 	errs []validate.Error
 }
 

@@ -125,7 +125,11 @@ func arguments(raw []byte, s *validate.Schema, opts Options) Result {
 		}
 	}
 	if opts.SchemaGuided && s != nil {
-		if g, gedits, ok := guide(v, serrs, s, opts.Budget); ok {
+		// v is kept, for what the syntax step mended, when guiding fails.
+		if g, gedits, ok := guide(v, serrs, s, opts.Budget, len(sedits) > 0); ok {
+			if len(edits) == 0 {
+				return finish(g, gedits)
+			}
 			return finish(g, append(edits, gedits...))
 		}
 	}

@@ -51,6 +51,25 @@ func TestArguments(t *testing.T) {
 	}
 }
 
+// TestFailedGuideLeavesWhatSyntaxMended: when the schema-guided edits do
+// not make the arguments valid, Args is what the errors describe, the
+// arguments as the syntax step left them, none of the guided edits made
+// before the guide gave up (here, the key it renamed).
+func TestFailedGuideLeavesWhatSyntaxMended(t *testing.T) {
+	s := compile(t, `{"type":"object","properties":{"selector":{"type":"string"},"count":{"type":"integer"}},`+
+		`"required":["selector","count"],"additionalProperties":false}`)
+	got := Arguments([]byte(`"{'Selector': '#a', 'count': 'many',}"`), s, mendAll)
+	if got.Valid() {
+		t.Fatalf("valid: %s", got.Args)
+	}
+	if want := `{"Selector":"#a","count":"many"}`; string(got.Args) != want {
+		t.Errorf("Args = %s, want %s", got.Args, want)
+	}
+	if len(got.Edits) == 0 || got.Edits[len(got.Edits)-1].Kind == KindRenameKey {
+		t.Errorf("edits %+v, want the syntax step's alone", got.Edits)
+	}
+}
+
 // TestArgumentsValidUnchanged checks the pass-through promise: valid
 // arguments come back byte for byte, whatever the options.
 func TestArgumentsValidUnchanged(t *testing.T) {

@@ -160,6 +160,9 @@ func (r *explainRun) add(f *fastSchema, kw, msg string) {
 	} else {
 		e.Message = clipRunes(msg, maxMessage)
 	}
+	if r.out == nil {
+		r.out = make([]Error, 0, 2) // a missing property and an unknown one
+	}
 	r.out = append(r.out, e)
 }
 
@@ -316,7 +319,8 @@ func (f *fastSchema) explainObject(v map[string]any, r *explainRun) bool {
 	if f.additional == nil || f.additional.always {
 		return len(r.out) <= MaxErrors
 	}
-	var others []string
+	var room [8]string
+	others := room[:0]
 	for name := range v {
 		if _, ok := f.props[name]; !ok {
 			others = append(others, name)
