@@ -116,15 +116,14 @@ func (g *guider) fixObject(p string, errs []validate.Error) bool {
 func (g *guider) renameKeys(p string, m map[string]any, o objectSchema, unknown []string) bool {
 	changed := false
 	for _, u := range unknown {
-		c := sameWords(u, o.names)
-		if len(c) != 1 {
+		target, n := sameWords(u, o.names)
+		if n != 1 {
 			continue
 		}
-		target := c[0]
 		if _, present := m[target]; present {
 			continue
 		}
-		if back := sameWords(target, unknown); len(back) != 1 || back[0] != u || !fits(m[u], o.props[target]) {
+		if back, n := sameWords(target, unknown); n != 1 || back != u || !fits(m[u], o.props[target]) {
 			continue
 		}
 		g.rename(p, m, u, target)
@@ -285,7 +284,10 @@ func (g *guider) unwrapEnvelope(m map[string]any) bool {
 	}
 	if len(req) == 0 && o.props != nil {
 		for k := range c {
-			if !o.known(k) && len(sameWords(k, o.names)) != 1 {
+			if o.known(k) {
+				continue
+			}
+			if _, n := sameWords(k, o.names); n != 1 {
 				return false
 			}
 		}

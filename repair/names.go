@@ -31,37 +31,40 @@ func ToolName(name string, declared []string) (string, bool) {
 			}
 		}
 	}
-	if c := sameWords(name, declared); len(c) == 1 {
-		return c[0], true
+	if c, n := sameWords(name, declared); n == 1 {
+		return c, true
 	}
 	return "", false
 }
 
-// sameWords returns the names that are key written in another style, from
-// the first tier that any name reaches: the same words in another case or
-// separator style (fileName, file_name, File-Name), then singular and
-// plural. These are the only names a key or a tool name is mended to.
-func sameWords(key string, names []string) []string {
+// sameWords returns the first of the names that are key written in
+// another style, and how many there are, from the first tier that any name
+// reaches: the same words in another case or separator style (fileName,
+// file_name, File-Name), then singular and plural. These are the only names
+// a key or a tool name is mended to, and only when there is one.
+func sameWords(key string, names []string) (first string, n int) {
 	k := normalize(key)
 	if k == "" {
-		return nil
+		return "", 0
 	}
 	tiers := [...]func(a, b string) bool{
 		func(a, b string) bool { return a == b },
 		func(a, b string) bool { return singular(a) == singular(b) },
 	}
 	for _, like := range tiers {
-		var out []string
-		for _, n := range names {
-			if like(k, normalize(n)) {
-				out = append(out, n)
+		for _, name := range names {
+			if like(k, normalize(name)) {
+				if n == 0 {
+					first = name
+				}
+				n++
 			}
 		}
-		if len(out) > 0 {
-			return out
+		if n > 0 {
+			return first, n
 		}
 	}
-	return nil
+	return "", 0
 }
 
 // resembles reports whether key is spelt like one of names: the same words,
@@ -71,7 +74,7 @@ func sameWords(key string, names []string) []string {
 // keeps a key from being dropped or wrapped, which would lose what the
 // model may have meant, so that the model is asked instead.
 func resembles(key string, names []string) bool {
-	if len(sameWords(key, names)) > 0 {
+	if _, n := sameWords(key, names); n > 0 {
 		return true
 	}
 	k := normalize(key)

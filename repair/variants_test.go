@@ -127,12 +127,13 @@ func variants(t testing.TB, c corpusCall, closed *validate.Cache) []variant {
 	// fits accepts is renamed.
 	names := slices.Collect(maps.Keys(props))
 	req := stringList(c.doc["required"])
-	sameName := func(_, nk string) bool { return len(sameWords(nk, names)) == 1 }
+	sameName := func(_, nk string) bool { _, n := sameWords(nk, names); return n == 1 }
 	// A required key written as another word, however close in spelling (a
 	// typo, its opposite, its negation), is not mendable: only the model can
 	// say which word it meant.
 	otherWord := func(k, nk string) bool {
-		return c.doc["patternProperties"] == nil && slices.Contains(req, k) && len(sameWords(nk, names)) == 0
+		_, n := sameWords(nk, names)
+		return c.doc["patternProperties"] == nil && slices.Contains(req, k) && n == 0
 	}
 	renameKey := func(kind string, f func(k string) string, fits func(k, nk string) bool) {
 		for _, k := range keys {

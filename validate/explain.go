@@ -280,10 +280,11 @@ func (f *fastSchema) explainObject(v map[string]any, r *explainRun) bool {
 		r.add(f, "maxProperties", fmt.Sprintf("maximum %d properties allowed, but found %d properties", c.MaxProperties, len(v)))
 	}
 	var missing []byte
+	var text [64]byte
 	for _, name := range c.Required {
 		if _, ok := v[name]; !ok {
 			if missing == nil {
-				missing = append(make([]byte, 0, 64), "missing properties: "...)
+				missing = append(text[:0], "missing properties: "...)
 			} else {
 				missing = append(missing, ", "...)
 			}
