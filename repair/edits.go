@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/tidwall/gjson"
 )
 
 // Kind names one kind of edit. The names are stable: they are metric labels
@@ -99,8 +98,14 @@ func render(v any) string {
 // encoding/json's Encoder (SetEscapeHTML(false)) writes, byte for byte:
 // decoded JSON (maps with their keys sorted, slices, strings, json.Number,
 // bools, nil) without reflection, anything else through encoding/json.
-func encode(v any) ([]byte, error) {
-	return appendJSON(make([]byte, 0, 64), v)
+func encode(v any) ([]byte, error) { return encodeSized(v, 64) }
+
+// encodeSized is encode into a buffer made for size bytes: for a value
+// decoded from a text of that size, the one allocation it needs, where
+// growing from a small buffer would allocate about three times the
+// text's size for a large value.
+func encodeSized(v any, size int) ([]byte, error) {
+	return appendJSON(make([]byte, 0, size), v)
 }
 
 // appendJSON appends v to b as encode writes it.
@@ -190,9 +195,45 @@ func appendEncoded(b []byte, v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// validNumber reports whether s is a JSON number: a JSON value that starts
-// with a minus or a digit and ends with a digit (no space around it).
+// validNumber reports whether s is a JSON number (RFC 8259, section 6).
 func validNumber(s string) bool {
-	digit := func(c byte) bool { return '0' <= c && c <= '9' }
-	return s != "" && (s[0] == '-' || digit(s[0])) && digit(s[len(s)-1]) && gjson.Valid(s)
+	digits := func(i int) int { // past the digits from i
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i == len(s):
+		return false
+	case s[i] == '0':
+		i++
+	case '1' <= s[i] && s[i] <= '9':
+		i = digits(i)
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		if j := digits(i + 1); j > i+1 {
+			i = j
+		} else {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if j := digits(i); j > i {
+			i = j
+		} else {
+			return false
+		}
+	}
+	return i == len(s)
 }

@@ -94,8 +94,9 @@ func TestEncodeCorpus(t *testing.T) {
 	}
 }
 
-// FuzzEncode: any JSON text, decoded as the validator decodes it, and any
-// string, are written as encoding/json writes them.
+// FuzzEncode: any JSON text, decoded as the validator decodes it, any
+// string, and any json.Number, valid or not, are written as encoding/json
+// writes them (or refused where it refuses them).
 func FuzzEncode(f *testing.F) {
 	for _, s := range []string{`{"b":1,"a":[true,null,"x\u2028"]}`, `"\ud800"`, "\"\xff\"", `{"é":{"":-0.5e+3}}`, `[]`} {
 		f.Add([]byte(s))
@@ -103,17 +104,22 @@ func FuzzEncode(f *testing.F) {
 	for _, tt := range argumentsCases {
 		f.Add([]byte(tt.give))
 	}
+	for _, n := range []string{"-0.5e+3", "01", "1.e5", "-", "1E-0"} {
+		f.Add([]byte(n))
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		sameAsEncodingJSON(t, string(raw))
+		sameAsEncodingJSON(t, json.Number(raw))
 		if v, err := validate.Decode(raw); err == nil {
 			sameAsEncodingJSON(t, v)
 		}
 	})
 }
 
-// BenchmarkEncode writes decoded arguments with encode and with
-// encoding/json: a repaired call's one member, and objects of small objects
-// of about 8 and 16 KB, whose cost must double with their size.
+// BenchmarkEncode writes decoded arguments with encodeSized and with
+// encoding/json: a repaired call's one member, objects of small objects of
+// about 8 and 16 KB, and arrays of numbers of 1 and 2 MB, whose cost must
+// double with their size.
 func BenchmarkEncode(b *testing.B) {
 	objects := func(n int) any {
 		m := map[string]any{}
@@ -123,6 +129,13 @@ func BenchmarkEncode(b *testing.B) {
 		}
 		return m
 	}
+	numbers := func(n int) any { // as the hostile suite's fenced arrays decode
+		a := make([]any, n)
+		for i := range a {
+			a[i] = json.Number("1")
+		}
+		return map[string]any{"a": a}
+	}
 	for _, c := range []struct {
 		name string
 		v    any
@@ -130,11 +143,20 @@ func BenchmarkEncode(b *testing.B) {
 		{"one-member", map[string]any{"selector": "#login-button"}},
 		{"8KB", objects(128)},
 		{"16KB", objects(256)},
+		{"1MB-numbers", numbers(1 << 19)},
+		{"2MB-numbers", numbers(1 << 20)},
 	} {
+		// As the mended arguments are written: into a buffer of the size
+		// of the text they were decoded from.
+		text, err := encodingJSON(c.v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sized := func(v any) ([]byte, error) { return encodeSized(v, len(text)) }
 		for _, enc := range []struct {
 			name string
 			f    func(any) ([]byte, error)
-		}{{"encode", encode}, {"encoding-json", encodingJSON}} {
+		}{{"encode", sized}, {"encoding-json", encodingJSON}} {
 			b.Run(c.name+"/"+enc.name, func(b *testing.B) {
 				out, _ := enc.f(c.v)
 				b.SetBytes(int64(len(out)))

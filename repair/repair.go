@@ -113,7 +113,7 @@ func arguments(raw []byte, s *validate.Schema, opts Options) Result {
 		// takes none, and a re-ask otherwise.
 		_, empty := check([]byte("{}"), s, opts.Budget)
 		if empty == nil {
-			return finish(map[string]any{}, append(edits, Edit{Kind: KindEmptyArguments, Before: clip(bytes.TrimSpace(text)), After: "{}"}))
+			return finish(map[string]any{}, append(edits, Edit{Kind: KindEmptyArguments, Before: clip(bytes.TrimSpace(text)), After: "{}"}), 2)
 		}
 		// Say so, and what {} lacks: a parser's "EOF" tells the model
 		// nothing it can act on.
@@ -121,20 +121,20 @@ func arguments(raw []byte, s *validate.Schema, opts Options) Result {
 	}
 	if serrs == nil {
 		if serrs = checkValue(v, s, opts.Budget); serrs == nil {
-			return finish(v, edits)
+			return finish(v, edits, len(text))
 		}
 	}
 	if opts.SchemaGuided && s != nil {
 		// v is kept, for what the syntax step mended, when guiding fails.
 		if g, gedits, ok := guide(v, serrs, s, opts.Budget, len(sedits) > 0); ok {
 			if len(edits) == 0 {
-				return finish(g, gedits)
+				return finish(g, gedits, len(text))
 			}
-			return finish(g, append(edits, gedits...))
+			return finish(g, append(edits, gedits...), len(text))
 		}
 	}
 	if _, isObject := v.(map[string]any); isObject && len(sedits) > 0 {
-		if out, err := encode(v); err == nil {
+		if out, err := encodeSized(v, len(text)); err == nil {
 			return Result{Args: out, Edits: edits, Errors: serrs}
 		}
 	}
@@ -178,7 +178,7 @@ func SyntaxWithin(raw []byte, q *Quota) ([]byte, []Edit, error) {
 	if errs := checkValue(v, nil, nil); errs != nil {
 		return nil, nil, errors.New(validate.Join(errs))
 	}
-	out, err := encode(v)
+	out, err := encodeSized(v, len(text))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -259,8 +259,10 @@ func orObject(s *validate.Schema) *validate.Schema {
 	return s
 }
 
-func finish(v any, edits []Edit) Result {
-	out, err := encode(v)
+// finish is the result of arguments mended into v, from a text of about
+// size bytes.
+func finish(v any, edits []Edit, size int) Result {
+	out, err := encodeSized(v, size)
 	if err != nil {
 		return Result{Edits: edits, Errors: []validate.Error{{Keyword: "syntax", Message: err.Error()}}}
 	}
