@@ -98,14 +98,14 @@ func render(v any) string {
 // encoding/json's Encoder (SetEscapeHTML(false)) writes, byte for byte:
 // decoded JSON (maps with their keys sorted, slices, strings, json.Number,
 // bools, nil) without reflection, anything else through encoding/json.
-func encode(v any) ([]byte, error) { return encodeSized(v, 64) }
+func encode(v any) ([]byte, error) { return encodeSized(v, 0) }
 
-// encodeSized is encode into a buffer made for size bytes: for a value
-// decoded from a text of that size, the one allocation it needs, where
-// growing from a small buffer would allocate about three times the
-// text's size for a large value.
+// encodeSized is encode into a buffer made for size bytes (64 at least):
+// for a value decoded from a text of that size, the one allocation it
+// needs, where growing from a small buffer would allocate about three
+// times the text's size for a large value.
 func encodeSized(v any, size int) ([]byte, error) {
-	return appendJSON(make([]byte, 0, size), v)
+	return appendJSON(make([]byte, 0, max(size, 64)), v)
 }
 
 // appendJSON appends v to b as encode writes it.
