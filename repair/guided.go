@@ -73,12 +73,9 @@ func (g *guider) round(errs []validate.Error) bool {
 	var room [4]pathErrors
 	byPath := room[:0]
 	for _, e := range errs {
-		i := slices.IndexFunc(byPath, func(pe pathErrors) bool { return pe.path == e.Path })
-		if i < 0 {
-			i = len(byPath)
+		if !slices.ContainsFunc(byPath, func(pe pathErrors) bool { return pe.path == e.Path }) {
 			byPath = append(byPath, pathErrors{path: e.Path})
 		}
-		byPath[i].n++
 	}
 	// Each path's errors, in their order, in one array: errs itself when
 	// they are at one path.
@@ -111,10 +108,9 @@ func (g *guider) round(errs []validate.Error) bool {
 	return changed
 }
 
-// pathErrors are the errors of one round at one path: n of them.
+// pathErrors are the errors of one round at one path.
 type pathErrors struct {
 	path string
-	n    int
 	errs []validate.Error
 }
 

@@ -113,7 +113,7 @@ func arguments(raw []byte, s *validate.Schema, opts Options) Result {
 		// takes none, and a re-ask otherwise.
 		_, empty := check([]byte("{}"), s, opts.Budget)
 		if empty == nil {
-			return finish(map[string]any{}, append(edits, Edit{Kind: KindEmptyArguments, Before: clip(bytes.TrimSpace(text)), After: "{}"}), 2)
+			return finish(map[string]any{}, append(edits, Edit{Kind: KindEmptyArguments, Before: clip(bytes.TrimSpace(text)), After: "{}"}), len("{}"))
 		}
 		// Say so, and what {} lacks: a parser's "EOF" tells the model
 		// nothing it can act on.
@@ -127,10 +127,10 @@ func arguments(raw []byte, s *validate.Schema, opts Options) Result {
 	if opts.SchemaGuided && s != nil {
 		// v is kept, for what the syntax step mended, when guiding fails.
 		if g, gedits, ok := guide(v, serrs, s, opts.Budget, len(sedits) > 0); ok {
-			if len(edits) == 0 {
-				return finish(g, gedits, len(text))
+			if len(edits) > 0 {
+				gedits = append(edits, gedits...)
 			}
-			return finish(g, append(edits, gedits...), len(text))
+			return finish(g, gedits, len(text))
 		}
 	}
 	if _, isObject := v.(map[string]any); isObject && len(sedits) > 0 {
