@@ -170,16 +170,19 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 }
 
 // appendString appends s as a JSON string, as encoding/json writes it:
-// jsontext writes the same for valid UTF-8 without U+2028 and U+2029, which
-// encoding/json escapes (as it replaces invalid UTF-8).
+// jsontext writes the same for valid UTF-8 (it refuses any other) without
+// U+2028 and U+2029, which encoding/json escapes (as it replaces invalid
+// UTF-8).
 func appendString(b []byte, s string) ([]byte, error) {
 	if plainASCII(s) {
 		b = append(b, '"')
 		b = append(b, s...)
 		return append(b, '"'), nil
 	}
-	if utf8.ValidString(s) && !strings.ContainsAny(s, "\u2028\u2029") {
-		return jsontext.AppendQuote(b, s)
+	if !strings.ContainsAny(s, "\u2028\u2029") {
+		if out, err := jsontext.AppendQuote(b, s); err == nil {
+			return out, nil
+		}
 	}
 	return appendEncoded(b, s)
 }

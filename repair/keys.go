@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/toolguard/toolguard/validate"
 )
 
@@ -208,25 +207,13 @@ func plainASCII(s string) bool {
 	return true
 }
 
-// quote is s as a JSON string, clipped, as render writes one: with
-// jsontext, which needs no encoder, and through encode for what jsontext
-// writes otherwise (invalid UTF-8, U+2028 and U+2029, escaped by encode).
+// quote is s as a JSON string, clipped, as render writes one: a short
+// plain name in quotes without encoding it.
 func quote(s string) string {
 	if len(s)+2 <= maxClip && plainASCII(s) {
 		return `"` + s + `"`
 	}
-	return quoteAny(s)
-}
-
-// quoteAny is quote for any s.
-func quoteAny(s string) string {
-	b, err := jsontext.AppendQuote(nil, s)
-	if err != nil || strings.ContainsAny(s, "\u2028\u2029") {
-		if b, err = encode(s); err != nil {
-			return ""
-		}
-	}
-	return clip(b)
+	return render(s)
 }
 
 // unwrapEnvelope replaces arguments such as {"arguments": {...}} or

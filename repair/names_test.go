@@ -97,15 +97,15 @@ func TestQuote(t *testing.T) {
 	}
 }
 
-// TestQuoteOfPlainNames: a name quoted without jsontext is quoted as
-// jsontext and encode would quote it, clipped alike.
+// TestQuoteOfPlainNames: a name quoted without encoding it is quoted as
+// render would, clipped alike.
 func TestQuoteOfPlainNames(t *testing.T) {
 	names := []string{"", "selector", "<a&b>", strings.Repeat("k", maxClip-2), strings.Repeat("k", maxClip-1), "a\"b", `a\b`, "a\x7fb", "é", "a\nb"}
 	for c := byte(0); c < 0x80; c++ {
 		names = append(names, "a"+string(c)+"b")
 	}
 	for _, name := range names {
-		if got, want := quote(name), quoteAny(name); got != want {
+		if got, want := quote(name), render(name); got != want {
 			t.Errorf("quote(%q) = %s, want %s", name, got, want)
 		}
 	}
