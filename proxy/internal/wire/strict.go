@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
@@ -67,6 +70,78 @@ func lowercaseNames(s Shape, seen map[uintptr]bool) error {
 		}
 	}
 	return nil
+}
+
+// A shape is a Shape ready to be read under: its names in a slice, each
+// with the shape of its value, looked up in turn. An object of an API has a
+// few names, and comparing their lengths first costs less than hashing the
+// name for the map (whose lookup was a tenth of a long conversation's
+// strict reading). A nil *shape is a nil Shape: the value is read whole.
+type shape struct {
+	names []string
+	kids  []*shape
+}
+
+// child returns the shape of the value of the member name, and whether s
+// names it; a nil s names nothing.
+func (s *shape) child(name []byte) (*shape, bool) {
+	if s == nil {
+		return nil, false
+	}
+	for i, k := range s.names {
+		if len(k) == len(name) && k == string(name) {
+			return s.kids[i], true
+		}
+	}
+	return nil, false
+}
+
+// shapes holds the shapes made of the Shapes read under, by the Shape's
+// map (see shapeOf): a format's Shapes are made once. It keeps at most
+// maxShapes; past them a Shape is made again each time it is read under.
+var (
+	shapes     sync.Map // unsafe.Pointer → *shape
+	shapeCount atomic.Int32
+)
+
+const maxShapes = 64
+
+// compiled returns the shape of s; nil for a nil s. A Shape must not change
+// once a body is read under it.
+func compiled(s Shape) *shape {
+	if s == nil {
+		return nil
+	}
+	key := shapeOf(s)
+	if c, ok := shapes.Load(key); ok {
+		return c.(*shape)
+	}
+	c := compile(s, map[unsafe.Pointer]*shape{})
+	if shapeCount.Add(1) <= maxShapes {
+		if old, loaded := shapes.LoadOrStore(key, c); loaded {
+			return old.(*shape)
+		}
+	}
+	return c
+}
+
+// compile makes the shape of a non-nil s; made holds those made so far, for
+// a Shape that holds itself.
+func compile(s Shape, made map[unsafe.Pointer]*shape) *shape {
+	key := shapeOf(s)
+	if c := made[key]; c != nil {
+		return c
+	}
+	// In the order of the names, so that each reading looks them up alike.
+	c := &shape{names: slices.Sorted(maps.Keys(s))}
+	made[key] = c
+	c.kids = make([]*shape, len(c.names))
+	for i, k := range c.names {
+		if child := s[k]; child != nil {
+			c.kids[i] = compile(child, made)
+		}
+	}
+	return c
 }
 
 // mayFold reports whether name could fold to a lowercase ASCII name other
@@ -313,9 +388,9 @@ func strictMembers(body []byte, s Shape, m *Members, known KnownPrefix, value Kn
 	}()
 	var err error
 	if m != nil && st.d.PeekKind() == '{' {
-		err = walkTop(st.d, s, m)
+		err = walkTop(st.d, compiled(s), m)
 	} else {
-		err = walkStrict(st.d, s, nil)
+		err = walkStrict(st.d, compiled(s), nil)
 	}
 	if err != nil {
 		return err
@@ -344,7 +419,7 @@ var strictPool = sync.Pool{New: func() any {
 // that s describes. If rec is not nil, the span of each string and number
 // read whole (under a nil Shape) is appended to it, in the order of the
 // input.
-func walkStrict(d *jsontext.Decoder, s Shape, rec *[]Span) error {
+func walkStrict(d *jsontext.Decoder, s *shape, rec *[]Span) error {
 	if s == nil {
 		// Read whole, in one call, and still checked: jsontext checks
 		// duplicate names, UTF-8 and syntax in values toolguard does not
@@ -395,7 +470,7 @@ func walkStrict(d *jsontext.Decoder, s Shape, rec *[]Span) error {
 // differ from a name of s only in letter case, and returns it as servers
 // read it (unquoted, escapes decoded; in place, a slice of the body, when it
 // holds no escape) with the Shape of its value.
-func memberName(d *jsontext.Decoder, s Shape) ([]byte, Shape, error) {
+func memberName(d *jsontext.Decoder, s *shape) ([]byte, *shape, error) {
 	raw, err := d.ReadValue()
 	if err != nil {
 		return nil, nil, syntaxError(d, err)
@@ -406,11 +481,11 @@ func memberName(d *jsontext.Decoder, s Shape) ([]byte, Shape, error) {
 	} else if n, err = jsontext.AppendUnquote(nil, raw); err != nil {
 		return nil, nil, syntaxError(d, err)
 	}
-	child, known := s[string(n)]
-	if !known && mayFold(n) {
+	child, known := s.child(n)
+	if !known && s != nil && mayFold(n) {
 		// Read in place, not kept: no copy of the name is made.
 		ns := unsafe.String(unsafe.SliceData(n), len(n))
-		for k := range s {
+		for _, k := range s.names {
 			if foldsTo(k, ns) {
 				return nil, nil, &StrictError{Pointer: string(d.StackPointer()), Ambiguous: true,
 					Reason: fmt.Sprintf("member %q differs from %q only in letter case", Clip(string(n), 64), k)}
@@ -422,7 +497,7 @@ func memberName(d *jsontext.Decoder, s Shape) ([]byte, Shape, error) {
 
 // walkTop is walkStrict for the body's top-level object, recording where
 // each member's value is in m, and each item of the member m names.
-func walkTop(d *jsontext.Decoder, s Shape, m *Members) error {
+func walkTop(d *jsontext.Decoder, s *shape, m *Members) error {
 	if _, err := d.ReadToken(); err != nil { // '{'
 		return syntaxError(d, err)
 	}
@@ -479,7 +554,7 @@ func walkTop(d *jsontext.Decoder, s Shape, m *Members) error {
 
 // walkItems is walkStrict for the array m names, recording where each of
 // its items is, up to MaxItems.
-func walkItems(d *jsontext.Decoder, s Shape, m *Members) error {
+func walkItems(d *jsontext.Decoder, s *shape, m *Members) error {
 	if _, err := d.ReadToken(); err != nil { // '['
 		return syntaxError(d, err)
 	}
@@ -515,8 +590,8 @@ func walkItems(d *jsontext.Decoder, s Shape, m *Members) error {
 
 // walkItem is walkStrict for an object among the items, recording where
 // the calls are under the members that hold them (see Members.Calls).
-func walkItem(d *jsontext.Decoder, s Shape, m *Members) error {
-	return walkMembers(d, s, func(n []byte, child Shape) error {
+func walkItem(d *jsontext.Decoder, s *shape, m *Members) error {
+	return walkMembers(d, s, func(n []byte, child *shape) error {
 		switch c := m.callMember(n); {
 		case c < 0:
 			return walkStrict(d, child, m.scalars)
@@ -533,7 +608,7 @@ func walkItem(d *jsontext.Decoder, s Shape, m *Members) error {
 // walkMembers reads an object from d, handing the name of each of its
 // members, and the Shape s gives its value, to value, which reads the
 // value.
-func walkMembers(d *jsontext.Decoder, s Shape, value func(name []byte, child Shape) error) error {
+func walkMembers(d *jsontext.Decoder, s *shape, value func(name []byte, child *shape) error) error {
 	if _, err := d.ReadToken(); err != nil { // '{'
 		return syntaxError(d, err)
 	}
@@ -554,7 +629,7 @@ func walkMembers(d *jsontext.Decoder, s Shape, value func(name []byte, child Sha
 
 // walkCalls is walkStrict for an array of calls, of the call member of
 // index c, recording where each of its values is.
-func walkCalls(d *jsontext.Decoder, s Shape, m *Members, c int) error {
+func walkCalls(d *jsontext.Decoder, s *shape, m *Members, c int) error {
 	if _, err := d.ReadToken(); err != nil { // '['
 		return syntaxError(d, err)
 	}
@@ -580,11 +655,11 @@ func walkCalls(d *jsontext.Decoder, s Shape, m *Members, c int) error {
 // walkCall is walkStrict for a call, an object, of the call member of
 // index c, recording where it is, where its arguments are and where its
 // Type member is.
-func walkCall(d *jsontext.Decoder, s Shape, m *Members, c int) error {
+func walkCall(d *jsontext.Decoder, s *shape, m *Members, c int) error {
 	start := valueStart(m.input(), int(d.InputOffset()))
 	cm := &m.callIn[c]
 	var args, typ Span
-	err := walkMembers(d, s, func(n []byte, child Shape) error {
+	err := walkMembers(d, s, func(n []byte, child *shape) error {
 		switch {
 		case cm.Type != "" && string(n) == cm.Type:
 			return walkAt(d, child, m, &typ)
@@ -604,14 +679,14 @@ func walkCall(d *jsontext.Decoder, s Shape, m *Members, c int) error {
 // walkTo is walkStrict for a value, recording in at where the value at the
 // end of path, down from it, is, when every value on the way to it is an
 // object: the value itself for an empty path.
-func walkTo(d *jsontext.Decoder, s Shape, m *Members, path []string, at *Span) error {
+func walkTo(d *jsontext.Decoder, s *shape, m *Members, path []string, at *Span) error {
 	switch {
 	case len(path) == 0:
 		return walkAt(d, s, m, at)
 	case d.PeekKind() != '{':
 		return walkStrict(d, s, m.scalars)
 	}
-	return walkMembers(d, s, func(n []byte, child Shape) error {
+	return walkMembers(d, s, func(n []byte, child *shape) error {
 		if string(n) != path[0] {
 			return walkStrict(d, child, m.scalars)
 		}
@@ -620,7 +695,7 @@ func walkTo(d *jsontext.Decoder, s Shape, m *Members, path []string, at *Span) e
 }
 
 // walkAt is walkStrict for a value, recording in at where it is.
-func walkAt(d *jsontext.Decoder, s Shape, m *Members, at *Span) error {
+func walkAt(d *jsontext.Decoder, s *shape, m *Members, at *Span) error {
 	start := valueStart(m.input(), int(d.InputOffset()))
 	if err := walkStrict(d, s, m.scalars); err != nil {
 		return err

@@ -1,0 +1,78 @@
+package wire
+
+import (
+	"fmt"
+	"testing"
+)
+
+// checkShape holds that c answers for every name as s does, and for names
+// s does not hold, down every Shape within s.
+func checkShape(t *testing.T, s Shape, c *shape, seen map[*shape]bool) {
+	t.Helper()
+	if (s == nil) != (c == nil) {
+		t.Fatalf("shape %v made as %v", s, c)
+	}
+	if c == nil || seen[c] {
+		return
+	}
+	seen[c] = true
+	if len(c.names) != len(s) {
+		t.Fatalf("%d names made of %d", len(c.names), len(s))
+	}
+	for k, child := range s {
+		got, ok := c.child([]byte(k))
+		if !ok {
+			t.Fatalf("name %q not found", k)
+		}
+		checkShape(t, child, got, seen)
+	}
+	for _, n := range []string{"", "x", "Role", "rolex", "rol", "role ", "content\x00"} {
+		if _, in := s[n]; in {
+			continue
+		}
+		if got, ok := c.child([]byte(n)); ok || got != nil {
+			t.Fatalf("name %q found in %v", n, s)
+		}
+	}
+}
+
+func TestCompiledShapeAnswersAsItsMap(t *testing.T) {
+	self := Shape{"a": nil}
+	self["self"] = self // a Shape that holds itself
+	function := Shape{"name": nil, "arguments": nil}
+	message := Shape{"role": nil, "content": nil, "tool_calls": Shape{"id": nil, "function": function},
+		"function_call": function, "name": nil, "tool_call_id": nil, "refusal": nil, "reasoning": nil,
+		"reasoning_content": nil}
+	for _, s := range []Shape{nil, {}, self, message, {"messages": message, "tools": Shape{"function": function}}} {
+		checkShape(t, s, compiled(s), map[*shape]bool{})
+		if c := compiled(s); s != nil && c != compiled(s) {
+			t.Fatal("a Shape made again")
+		}
+	}
+	if c := compiled(self); c.kids[indexOf(c.names, "self")] != c {
+		t.Fatal("a Shape that holds itself made twice")
+	}
+}
+
+func indexOf(names []string, n string) int {
+	for i, k := range names {
+		if k == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// Past maxShapes, a Shape is made each time and still read right.
+func TestShapesPastTheBound(t *testing.T) {
+	for i := range 2 * maxShapes {
+		name := fmt.Sprintf("n%d", i)
+		s := Shape{name: Shape{"inner": nil}}
+		body := fmt.Sprintf(`{%q:{"Inner":1}}`, name)
+		err := Strict([]byte(body), s)
+		if se, ok := err.(*StrictError); !ok || !se.Ambiguous {
+			t.Fatalf("shape %d: %v", i, err)
+		}
+		checkShape(t, s, compiled(s), map[*shape]bool{})
+	}
+}
