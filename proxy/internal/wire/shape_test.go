@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -26,7 +27,8 @@ func checkShape(t *testing.T, s Shape, c *shape, seen map[*shape]bool) {
 		}
 		checkShape(t, child, got, seen)
 	}
-	for _, n := range []string{"", "x", "Role", "rolex", "rol", "role ", "content\x00"} {
+	for _, n := range []string{"", "x", "Role", "rolex", "rol", "role ", "content\x00",
+		strings.Repeat("a", 31), strings.Repeat("a", 32), strings.Repeat("b", 33), strings.Repeat("a", 40)} {
 		if _, in := s[n]; in {
 			continue
 		}
@@ -43,7 +45,9 @@ func TestCompiledShapeAnswersAsItsMap(t *testing.T) {
 	message := Shape{"role": nil, "content": nil, "tool_calls": Shape{"id": nil, "function": function},
 		"function_call": function, "name": nil, "tool_call_id": nil, "refusal": nil, "reasoning": nil,
 		"reasoning_content": nil}
-	for _, s := range []Shape{nil, {}, self, message, {"messages": message, "tools": Shape{"function": function}}} {
+	long := Shape{strings.Repeat("a", 33): nil, strings.Repeat("a", 32): function, strings.Repeat("c", 33): nil,
+		"a": nil, "": nil, strings.Repeat("z", 31): nil, strings.Repeat("a", 50): message}
+	for _, s := range []Shape{nil, {}, self, message, long, {"messages": message, "tools": Shape{"function": function}}} {
 		checkShape(t, s, compiled(s), map[*shape]bool{})
 		if c := compiled(s); s != nil && c != compiled(s) {
 			t.Fatal("a Shape made again")

@@ -2,15 +2,16 @@ package wire
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
@@ -72,14 +73,18 @@ func lowercaseNames(s Shape, seen map[uintptr]bool) error {
 	return nil
 }
 
-// A shape is a Shape ready to be read under: its names in a slice, each
-// with the shape of its value, looked up in turn. An object of an API has a
-// few names, and comparing their lengths first costs less than hashing the
-// name for the map (whose lookup was a tenth of a long conversation's
-// strict reading). A nil *shape is a nil Shape: the value is read whole.
+// A shape is a Shape ready to be read under: its names by length, each with
+// the shape of its value. A name is compared only with those of its length:
+// the objects of an API have a few names, most of lengths of their own, and
+// the map's lookup hashed each name (a message's nine names are past the
+// map's small form), a tenth of a long conversation's strict reading. A nil
+// *shape is a nil Shape: the value is read whole.
 type shape struct {
-	names []string
+	names []string // shortest first, those of a length in order
 	kids  []*shape
+	// from[n] is the index of the first name of n bytes or more; from[32]
+	// for names of 32 bytes or more.
+	from [33]int32
 }
 
 // child returns the shape of the value of the member name, and whether s
@@ -88,7 +93,11 @@ func (s *shape) child(name []byte) (*shape, bool) {
 	if s == nil {
 		return nil, false
 	}
-	for i, k := range s.names {
+	for i := int(s.from[min(len(name), len(s.from)-1)]); i < len(s.names); i++ {
+		k := s.names[i]
+		if len(k) > len(name) {
+			break
+		}
 		if len(k) == len(name) && k == string(name) {
 			return s.kids[i], true
 		}
@@ -101,7 +110,8 @@ func (s *shape) child(name []byte) (*shape, bool) {
 // maxShapes; past them a Shape is made again each time it is read under.
 var (
 	shapes     sync.Map // unsafe.Pointer → *shape
-	shapeCount atomic.Int32
+	shapesMu   sync.Mutex
+	shapeCount int // the shapes stored, under shapesMu
 )
 
 const maxShapes = 64
@@ -117,10 +127,14 @@ func compiled(s Shape) *shape {
 		return c.(*shape)
 	}
 	c := compile(s, map[unsafe.Pointer]*shape{})
-	if shapeCount.Add(1) <= maxShapes {
-		if old, loaded := shapes.LoadOrStore(key, c); loaded {
-			return old.(*shape)
-		}
+	shapesMu.Lock()
+	defer shapesMu.Unlock()
+	if old, ok := shapes.Load(key); ok {
+		return old.(*shape)
+	}
+	if shapeCount < maxShapes {
+		shapes.Store(key, c)
+		shapeCount++
 	}
 	return c
 }
@@ -132,14 +146,18 @@ func compile(s Shape, made map[unsafe.Pointer]*shape) *shape {
 	if c := made[key]; c != nil {
 		return c
 	}
-	// In the order of the names, so that each reading looks them up alike.
-	c := &shape{names: slices.Sorted(maps.Keys(s))}
+	c := &shape{names: slices.SortedFunc(maps.Keys(s), func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b))
+	})}
 	made[key] = c
 	c.kids = make([]*shape, len(c.names))
 	for i, k := range c.names {
 		if child := s[k]; child != nil {
 			c.kids[i] = compile(child, made)
 		}
+	}
+	for n := range c.from {
+		c.from[n] = int32(sort.Search(len(c.names), func(i int) bool { return len(c.names[i]) >= n }))
 	}
 	return c
 }
