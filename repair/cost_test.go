@@ -66,6 +66,19 @@ func allocated(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
+// leastAllocated is the least that f allocated in three runs. The count is
+// the process's: a collection during a run empties the pools, and that run
+// counts refilling them (a 32 KiB buffer for a text of 136 bytes), as it
+// counts what other goroutines allocate meanwhile. A cost that grows with
+// the input shows in every run.
+func leastAllocated(f func()) uint64 {
+	least := allocated(f)
+	for range 2 {
+		least = min(least, allocated(f))
+	}
+	return least
+}
+
 // TestSyntaxCostIsLinear doubles the size of each syntax kind and checks
 // that the bytes allocated to mend it at most about double: the JSON
 // repairer copies what it has written at every comma it moves, and 32 KiB
@@ -249,7 +262,7 @@ func TestControlCharactersAreEscapedAtAnySize(t *testing.T) {
 		text := `{"path":"a.py","content":"` + strings.ReplaceAll(code, `"`, `\"`) + `"}`
 		var out []byte
 		var err error
-		cost := allocated(func() { out, _, err = Syntax(quoteJSON(t, text)) })
+		cost := leastAllocated(func() { out, _, err = Syntax(quoteJSON(t, text)) })
 		if err != nil {
 			t.Fatalf("%d bytes: %v", len(text), err)
 		}
