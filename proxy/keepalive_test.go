@@ -1,12 +1,15 @@
 package proxy_test
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolguard/toolguard/policy"
 )
@@ -70,5 +73,81 @@ func TestClientConnectionIsReused(t *testing.T) {
 		if resp.Close || (i > 0 && !reused) {
 			t.Errorf("%s: status %d, response closes the connection %v, connection reused %v", c.name, resp.StatusCode, resp.Close, reused)
 		}
+	}
+}
+
+// A stream whose upstream ends its body a moment after the last event
+// ("data: [DONE]", then the last chunk in a write of its own) leaves the
+// upstream's connection for the next request: toolguard reads the body to
+// its end, as a plain proxy does, not only to the last event.
+func TestUpstreamConnectionIsReusedAfterAStream(t *testing.T) {
+	const n = 3
+	var ended [n]chan struct{}
+	for i := range ended {
+		ended[i] = make(chan struct{})
+	}
+	var mu sync.Mutex
+	conns := map[string]bool{}
+	up := newUpstream(t)
+	up.handle = func(w http.ResponseWriter, r *http.Request, i int) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, chunk(textDelta(0, "Hello"))+chunk(finish(0, "stop"))+done)
+		w.(http.Flusher).Flush()
+		// The body ends once the client has had the last event.
+		select {
+		case <-ended[i]:
+		case <-r.Context().Done():
+		}
+	}
+	srv, _ := guard(t, up, nil)
+	for i := range n {
+		resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamRequest("")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		saw := false
+		for sc.Scan() {
+			if sc.Text() == "data: [DONE]" {
+				saw = true
+				close(ended[i])
+			}
+		}
+		resp.Body.Close()
+		if !saw {
+			t.Fatalf("request %d: no [DONE]", i)
+		}
+	}
+	if len(conns) != 1 {
+		t.Errorf("%d upstream connections for %d streams, want 1", len(conns), n)
+	}
+}
+
+// An upstream that never ends its body after the last event holds the
+// client's end back for no more than the drain's wait.
+func TestStreamEndsWhenTheUpstreamBodyDoesNot(t *testing.T) {
+	up := newUpstream(t)
+	up.handle = func(w http.ResponseWriter, r *http.Request, _ int) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, chunk(textDelta(0, "Hello"))+chunk(finish(0, "stop"))+done)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}
+	srv, _ := guard(t, up, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/chat/completions", strings.NewReader(streamRequest("")))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || !strings.HasSuffix(string(body), done) {
+		t.Fatalf("read %q, %v: want the stream through [DONE] and its end", body, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 )
 
 // Events is what a wire format does with the events of a stream it
@@ -56,7 +57,10 @@ type Stream struct {
 	eof  bool   // the upstream body is exhausted
 	held []byte // an event kept back until the output before it is sent
 	done bool   // nothing more will be added to out
-	err  error
+	// ended: the format's handling came to the stream's end (its last
+	// event), which the upstream's body may not have reached yet.
+	ended bool
+	err   error
 }
 
 var _ io.ReadCloser = (*Stream)(nil)
@@ -99,7 +103,39 @@ func (s *Stream) Read(p []byte) (int, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
+	if s.ended && !s.eof {
+		s.drain()
+	}
 	return 0, io.EOF
+}
+
+// A stream that ended at its last event reads the upstream's body on to
+// its end, for at most drainWait and drainBytes, before the client's ends:
+// over HTTP/1.1 a body closed before its end closes its connection, and
+// the end (the last chunk, after "data: [DONE]") most often comes a moment
+// after the last event, in a read of its own. A plain proxy copies it;
+// without it the next request opens a new connection. What comes after
+// the last event is not the client's.
+const (
+	drainWait  = 50 * time.Millisecond
+	drainBytes = 64 << 10
+)
+
+// drain reads the rest of the upstream's body, within drainWait and
+// drainBytes; past either the body is closed, and its connection with it.
+func (s *Stream) drain() {
+	s.eof = true
+	t := time.AfterFunc(drainWait, func() { s.up.Close() })
+	defer t.Stop()
+	buf := readBuffers.Get().(*[]byte)
+	defer readBuffers.Put(buf)
+	for n := 0; n < drainBytes; {
+		m, err := s.up.Read(*buf)
+		if err != nil {
+			return
+		}
+		n += m
+	}
 }
 
 // Close closes the upstream's body and gives back the output buffer, and
@@ -217,7 +253,7 @@ func (s *Stream) handle(ev []byte) {
 		s.done, s.err = true, err
 		return
 	}
-	s.done = done
+	s.done, s.ended = done, done
 }
 
 func (s *Stream) fail(ae *Error) {
