@@ -11,7 +11,7 @@ import (
 func checkShape(t *testing.T, s Shape, c *shape, seen map[*shape]bool) {
 	t.Helper()
 	if (s == nil) != (c == nil) {
-		t.Fatalf("shape %v made as %v", s, c)
+		t.Fatalf("a Shape of %d names made as %v", len(s), c)
 	}
 	if c == nil || seen[c] {
 		return
@@ -33,7 +33,7 @@ func checkShape(t *testing.T, s Shape, c *shape, seen map[*shape]bool) {
 			continue
 		}
 		if got, ok := c.child([]byte(n)); ok || got != nil {
-			t.Fatalf("name %q found in %v", n, s)
+			t.Fatalf("name %q found among %q", n, c.names)
 		}
 	}
 }
