@@ -77,52 +77,67 @@ func TestClientConnectionIsReused(t *testing.T) {
 }
 
 // A stream whose upstream ends its body a moment after the last event
-// ("data: [DONE]", then the last chunk in a write of its own) leaves the
-// upstream's connection for the next request: toolguard reads the body to
-// its end, as a plain proxy does, not only to the last event.
+// (the last chunk in a write of its own) leaves the upstream's connection
+// for the next request: toolguard reads the body to its end, as a plain
+// proxy does. A chat stream's handling ends at "data: [DONE]", and the
+// body is read on from there; a Messages stream's goes on to the body's
+// end itself.
 func TestUpstreamConnectionIsReusedAfterAStream(t *testing.T) {
-	const n = 3
-	var ended [n]chan struct{}
-	for i := range ended {
-		ended[i] = make(chan struct{})
-	}
-	var mu sync.Mutex
-	conns := map[string]bool{}
-	up := newUpstream(t)
-	up.handle = func(w http.ResponseWriter, r *http.Request, i int) {
-		mu.Lock()
-		conns[r.RemoteAddr] = true
-		mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, chunk(textDelta(0, "Hello"))+chunk(finish(0, "stop"))+done)
-		w.(http.Flusher).Flush()
-		// The body ends once the client has had the last event.
-		select {
-		case <-ended[i]:
-		case <-r.Context().Done():
-		}
-	}
-	srv, _ := guard(t, up, nil)
-	for i := range n {
-		resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(streamRequest("")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(resp.Body)
-		saw := false
-		for sc.Scan() {
-			if sc.Text() == "data: [DONE]" {
-				saw = true
-				close(ended[i])
+	for _, c := range []struct {
+		name, path, request, stream, last string
+	}{
+		{"chat", "/v1/chat/completions", streamRequest(""),
+			chunk(textDelta(0, "Hello")) + chunk(finish(0, "stop")) + done, "data: [DONE]"},
+		{"messages", "/v1/messages", messagesRequest(`,"stream":true`),
+			thinkingStream(`{"selector":"#a"}`), `data: {"type":"message_stop"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const n = 3
+			var ended [n]chan struct{}
+			for i := range ended {
+				ended[i] = make(chan struct{})
 			}
-		}
-		resp.Body.Close()
-		if !saw {
-			t.Fatalf("request %d: no [DONE]", i)
-		}
-	}
-	if len(conns) != 1 {
-		t.Errorf("%d upstream connections for %d streams, want 1", len(conns), n)
+			var mu sync.Mutex
+			conns := map[string]bool{}
+			up := newUpstream(t)
+			up.handle = func(w http.ResponseWriter, r *http.Request, i int) {
+				mu.Lock()
+				conns[r.RemoteAddr] = true
+				mu.Unlock()
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, c.stream)
+				w.(http.Flusher).Flush()
+				// The body ends once the client has had the last event.
+				select {
+				case <-ended[i]:
+				case <-r.Context().Done():
+				}
+			}
+			srv, _ := guard(t, up, nil)
+			for i := range n {
+				resp, err := http.Post(srv.URL+c.path, "application/json", strings.NewReader(c.request))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sc := bufio.NewScanner(resp.Body)
+				saw := false
+				for sc.Scan() {
+					if sc.Text() == c.last {
+						saw = true
+						close(ended[i])
+					}
+				}
+				resp.Body.Close()
+				if !saw {
+					t.Fatalf("request %d: no %s", i, c.last)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(conns) != 1 {
+				t.Errorf("%d upstream connections for %d streams, want 1", len(conns), n)
+			}
+		})
 	}
 }
 
