@@ -142,27 +142,38 @@ func TestUpstreamConnectionIsReusedAfterAStream(t *testing.T) {
 }
 
 // An upstream that never ends its body after the last event holds the
-// client's end back for no more than the drain's wait.
+// client's end back for no more than the drain's wait (or the reading of
+// its bytes bound), and what it sends after the last event does not reach
+// the client.
 func TestStreamEndsWhenTheUpstreamBodyDoesNot(t *testing.T) {
-	up := newUpstream(t)
-	up.handle = func(w http.ResponseWriter, r *http.Request, _ int) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, chunk(textDelta(0, "Hello"))+chunk(finish(0, "stop"))+done)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}
-	srv, _ := guard(t, up, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/chat/completions", strings.NewReader(streamRequest("")))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || !strings.HasSuffix(string(body), done) {
-		t.Fatalf("read %q, %v: want the stream through [DONE] and its end", body, err)
+	for name, after := range map[string]string{
+		"nothing after the last event": "",
+		"200 KB after the last event":  strings.Repeat(chunk(textDelta(0, "after the end")), 2000),
+	} {
+		t.Run(name, func(t *testing.T) {
+			up := newUpstream(t)
+			up.handle = func(w http.ResponseWriter, r *http.Request, _ int) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, chunk(textDelta(0, "Hello"))+chunk(finish(0, "stop"))+done)
+				w.(http.Flusher).Flush()
+				io.WriteString(w, after)
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			}
+			srv, _ := guard(t, up, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/chat/completions", strings.NewReader(streamRequest("")))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil || !strings.HasSuffix(string(body), done) {
+				t.Fatalf("read %.300q, %v: want the stream through [DONE] and its end", body, err)
+			}
+		})
 	}
 }

@@ -123,14 +123,16 @@ const (
 
 // drain reads the rest of the upstream's body, within drainWait and
 // drainBytes; past either the body is closed, and its connection with it.
+// It reads into a buffer of its own, small: a stream waiting on its
+// upstream holds none of the pooled ones, and the end of a body is a few
+// bytes.
 func (s *Stream) drain() {
 	s.eof = true
 	t := time.AfterFunc(drainWait, func() { s.up.Close() })
 	defer t.Stop()
-	buf := readBuffers.Get().(*[]byte)
-	defer readBuffers.Put(buf)
+	buf := make([]byte, 512)
 	for n := 0; n < drainBytes; {
-		m, err := s.up.Read(*buf)
+		m, err := s.up.Read(buf)
 		if err != nil {
 			return
 		}
