@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/toolguard/toolguard/validate"
 )
 
 // Kind names one kind of edit. The names are stable: they are metric labels
@@ -121,7 +122,7 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 		if v == "" {
 			v = "0"
 		}
-		if !validNumber(string(v)) {
+		if !validate.ValidNumber(string(v)) {
 			return nil, fmt.Errorf("json: invalid number literal %q", string(v))
 		}
 		return append(b, v...), nil
@@ -196,47 +197,4 @@ func appendEncoded(b []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// validNumber reports whether s is a JSON number (RFC 8259, section 6).
-func validNumber(s string) bool {
-	digits := func(i int) int { // past the digits from i
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-		return i
-	}
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i == len(s):
-		return false
-	case s[i] == '0':
-		i++
-	case '1' <= s[i] && s[i] <= '9':
-		i = digits(i)
-	default:
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		if j := digits(i + 1); j > i+1 {
-			i = j
-		} else {
-			return false
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if j := digits(i); j > i {
-			i = j
-		} else {
-			return false
-		}
-	}
-	return i == len(s)
 }

@@ -35,40 +35,17 @@ const maxExponentDigits = 4
 // parseDecimal reads a number in the JSON grammar; ok is false for anything
 // else.
 func parseDecimal(s string) (d decimal, ok bool) {
-	if strings.HasPrefix(s, "-") {
-		d.neg, s = true, s[1:]
-	}
-	i := digits(s)
-	if i == 0 || (i > 1 && s[0] == '0') {
+	var expDigits string
+	var expNeg bool
+	if d.neg, d.intPart, d.fracPart, expNeg, expDigits, ok = splitNumber(s); !ok || len(expDigits) > maxExponentDigits {
 		return d, false
 	}
-	d.intPart, s = s[:i], s[i:]
-	if strings.HasPrefix(s, ".") {
-		i = digits(s[1:])
-		if i == 0 {
-			return d, false
-		}
-		d.fracPart, s = s[1:1+i], s[1+i:]
-	}
 	exp := 0
-	if s != "" {
-		if s[0] != 'e' && s[0] != 'E' {
-			return d, false
-		}
-		s = s[1:]
-		expNeg := false
-		if s != "" && (s[0] == '+' || s[0] == '-') {
-			expNeg, s = s[0] == '-', s[1:]
-		}
-		if i = digits(s); i == 0 || i != len(s) || i > maxExponentDigits {
-			return d, false
-		}
-		for k := range i {
-			exp = exp*10 + int(s[k]-'0')
-		}
-		if expNeg {
-			exp = -exp
-		}
+	for k := range len(expDigits) {
+		exp = exp*10 + int(expDigits[k]-'0')
+	}
+	if expNeg {
+		exp = -exp
 	}
 	n := len(d.intPart) + len(d.fracPart)
 	for d.first < n && d.digit(d.first) == '0' {
@@ -80,6 +57,47 @@ func parseDecimal(s string) (d decimal, ok bool) {
 	}
 	d.point = len(d.intPart) - d.first + exp
 	return d, true
+}
+
+// ValidNumber reports whether s is a JSON number (RFC 8259, section 6).
+func ValidNumber(s string) bool {
+	_, _, _, _, _, ok := splitNumber(s)
+	return ok
+}
+
+// splitNumber splits a number in the JSON grammar into its sign, its
+// integer and fraction digits and its exponent's sign and digits; ok is
+// false for anything else.
+func splitNumber(s string) (neg bool, intPart, fracPart string, expNeg bool, expDigits string, ok bool) {
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	i := digits(s)
+	if i == 0 || (i > 1 && s[0] == '0') {
+		return
+	}
+	intPart, s = s[:i], s[i:]
+	if strings.HasPrefix(s, ".") {
+		i = digits(s[1:])
+		if i == 0 {
+			return
+		}
+		fracPart, s = s[1:1+i], s[1+i:]
+	}
+	if s != "" {
+		if s[0] != 'e' && s[0] != 'E' {
+			return
+		}
+		s = s[1:]
+		if s != "" && (s[0] == '+' || s[0] == '-') {
+			expNeg, s = s[0] == '-', s[1:]
+		}
+		if i = digits(s); i == 0 || i != len(s) {
+			return
+		}
+		expDigits = s
+	}
+	return neg, intPart, fracPart, expNeg, expDigits, true
 }
 
 // digits counts the leading ASCII digits of s.

@@ -1,7 +1,9 @@
 package validate
 
 import (
+	"encoding/json"
 	"math/big"
+	"strings"
 	"testing"
 )
 
@@ -65,4 +67,15 @@ func FuzzDecimal(f *testing.F) {
 			t.Fatalf("%q vs %q: int %v cmp %d; big.Rat: int %v cmp %d", a, b, da.isInt(), da.cmp(db), ra.IsInt(), ra.Cmp(rb))
 		}
 	})
+}
+
+// ValidNumber takes what encoding/json takes as a number, and nothing else.
+func TestValidNumber(t *testing.T) {
+	for _, s := range []string{"0", "-0", "1", "-12", "0.5", "1.25e10", "1E+2", "2e-7", "1e99999", "123456789012345678901234567890",
+		"", "-", "01", "-01", ".5", "1.", "1.e2", "1e", "1e+", "+1", "0x1", "1_0", "NaN", "Infinity", "1 ", " 1", "1e2.5", "--1", "1.2.3"} {
+		want := json.Valid([]byte(s)) && strings.TrimSpace(s) == s && s != "" && (s[0] == '-' || '0' <= s[0] && s[0] <= '9')
+		if got := ValidNumber(s); got != want {
+			t.Errorf("ValidNumber(%q) = %v, want %v", s, got, want)
+		}
+	}
 }
