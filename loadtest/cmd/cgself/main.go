@@ -79,16 +79,19 @@ func readFile(name string) (profile, error) {
 func read(r io.Reader) (profile, error) {
 	p := profile{self: map[string]int64{}}
 	fns := map[string]string{}
-	name := func(s string) string {
+	name := func(s string) (string, error) {
 		id, rest, ok := strings.Cut(strings.TrimPrefix(s, "("), ")")
 		if !strings.HasPrefix(s, "(") || !ok {
-			return s
+			return s, nil
 		}
 		if rest = strings.TrimSpace(rest); rest != "" {
 			fns[id] = rest
-			return rest
+			return rest, nil
 		}
-		return fns[id]
+		if n, ok := fns[id]; ok {
+			return n, nil
+		}
+		return "", fmt.Errorf("function (%s) is named nowhere before", id)
 	}
 	var fn string
 	var summary int64 = -1
@@ -110,12 +113,17 @@ func read(r io.Reader) (profile, error) {
 			}
 			summary = v
 		case strings.HasPrefix(line, "fn="):
-			fn = name(line[len("fn="):])
+			var err error
+			if fn, err = name(line[len("fn="):]); err != nil {
+				return p, err
+			}
 			if i := strings.LastIndexByte(fn, '\''); i > 0 && isDigits(fn[i+1:]) {
 				fn = fn[:i]
 			}
 		case strings.HasPrefix(line, "cfn="):
-			name(line[len("cfn="):]) // it may define a name used later
+			if _, err := name(line[len("cfn="):]); err != nil { // it may name one for later
+				return p, err
+			}
 		case strings.HasPrefix(line, "calls="):
 			inCall = true
 		case strings.ContainsRune("0123456789+-*", rune(line[0])):
@@ -130,6 +138,9 @@ func read(r io.Reader) (profile, error) {
 			if inCall {
 				inCall = false
 				continue
+			}
+			if fn == "" {
+				return p, fmt.Errorf("cost line %q: no function before it", line)
 			}
 			p.self[fn] += v
 			p.total += v

@@ -56,6 +56,8 @@ func TestReadRefusesWhatItCannotSum(t *testing.T) {
 		{"no summary", strings.Replace(profileText, "summary: 160\n", "", 1)},
 		{"two events", strings.Replace(profileText, "events: Ir", "events: Ir Dr", 1)},
 		{"cost not a number", strings.Replace(profileText, "20 30", "20 x", 1)},
+		{"a function not named", strings.Replace(profileText, "fn=(2)\n", "fn=(9)\n", 1)},
+		{"a cost before any function", strings.Replace(profileText, "fl=(1) a.go\n", "fl=(1) a.go\n0 0\n", 1)},
 	} {
 		if _, err := read(strings.NewReader(c.text)); err == nil {
 			t.Errorf("%s: read without an error", c.name)
