@@ -28,7 +28,8 @@ import (
 // request's headers on their own before the body (net/http's FlushHeaders),
 // one more write for a body that would fit in the transport's 4 KB buffer
 // with them, and nothing more for a larger one, whose headers are sent
-// before it is all written anyway.
+// before it is all written anyway. (The reverse proxy's wrapper of a body
+// would do the same to every body: rewrite takes it off those proxy gave.)
 const (
 	pooledBodyMin   = 4 << 10
 	pooledBodyMax   = 64 << 10 // the largest class's size

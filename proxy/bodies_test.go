@@ -330,3 +330,72 @@ func TestABodyCutShortGivesItsBufferBack(t *testing.T) {
 		t.Fatalf("%d buffers back of the class of a 10,000-byte body, want 1", n)
 	}
 }
+
+// TestASmallRequestGoesUpstreamInOneWrite sends requests whose bodies fit
+// in the transport's 4 KB buffer with their headers, inspected and passed
+// through, and counts the writes on the upstream's connection: one each,
+// headers and body together. The reverse proxy's wrapper of a body would
+// have the transport write the headers first, on their own.
+func TestASmallRequestGoesUpstreamInOneWrite(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			io.WriteString(w, fake.Chat.JSON(fake.Reply{Calls: []fake.Call{{ID: "c1", Name: "click", Args: `{"selector":"#b"}`}}, In: 1, Out: 1}))
+			return
+		}
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	}))
+	t.Cleanup(up.Close)
+	var writes atomic.Int32
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countedWrites{Conn: c, n: &writes}, nil
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	cfg := policy.Default()
+	cfg.UpstreamURL = up.URL + "/v1"
+	h, err := New(Options{Config: cfg, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"Log in."}],"tools":[{"type":"function","function":{"name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}}]}`},
+		{"/v1/embeddings", `{"model":"m","input":"Log in."}`},
+	} {
+		for range 3 {
+			writes.Store(0)
+			resp, err := http.Post(srv.URL+c.path, "application/json", strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("%s: status %d", c.path, resp.StatusCode)
+			}
+			if n := writes.Load(); n != 1 {
+				t.Errorf("%s: the request went upstream in %d writes, want 1", c.path, n)
+			}
+		}
+	}
+}
+
+// countedWrites counts the writes made on a connection.
+type countedWrites struct {
+	net.Conn
+	n *atomic.Int32
+}
+
+func (c countedWrites) Write(p []byte) (int, error) {
+	c.n.Add(1)
+	return c.Conn.Write(p)
+}

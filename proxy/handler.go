@@ -400,6 +400,18 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 		out.RawPath = h.upstreamRawBase + strings.TrimPrefix(pr.In.URL.EscapedPath(), "/v1")
 	}
 	pr.Out.Host = ""
+	if pr.In.GetBody != nil {
+		// The body is one proxy gave (upstreamBody), which toolguard holds:
+		// in memory, or in a pooled buffer whose reader stops reading once
+		// closed. The reverse proxy hands the transport a wrapper of it that
+		// keeps the transport from closing a client's body, or reading it
+		// after the handler returned; neither can happen to these. The
+		// wrapper is not one of the readers net/http knows to be in memory,
+		// so the transport would send the request's headers in a write of
+		// their own before the body (FlushHeaders): two writes for a request
+		// that fits in one.
+		pr.Out.Body = pr.In.Body
+	}
 	if len(h.keys) > 0 {
 		// The client's key is toolguard's, not the upstream's: it never
 		// leaves. The upstream gets TOOLGUARD_UPSTREAM_API_KEY, if set.
