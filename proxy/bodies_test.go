@@ -150,14 +150,7 @@ func TestRequestsShareNoBody(t *testing.T) {
 	errs := make(chan error, 2*clients*requests)
 	late := &lateReader{next: http.DefaultTransport.(*http.Transport).Clone(), errs: errs}
 	t.Cleanup(late.next.CloseIdleConnections)
-	cfg := policy.Default()
-	cfg.UpstreamURL = up.URL + "/v1"
-	h, err := New(Options{Config: cfg, Transport: late})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	h, srv := serveProxy(t, up.URL, late)
 
 	var wg sync.WaitGroup
 	for g := range clients {
@@ -359,14 +352,7 @@ func TestASmallRequestGoesUpstreamInOneWrite(t *testing.T) {
 		return countedWrites{Conn: c, n: &writes}, nil
 	}}
 	t.Cleanup(tr.CloseIdleConnections)
-	cfg := policy.Default()
-	cfg.UpstreamURL = up.URL + "/v1"
-	h, err := New(Options{Config: cfg, Transport: tr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	_, srv := serveProxy(t, up.URL, tr)
 	for _, c := range []struct{ path, body string }{
 		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"Log in."}],"tools":[{"type":"function","function":{"name":"click","parameters":{"type":"object","properties":{"selector":{"type":"string"}},"required":["selector"]}}}]}`},
 		{"/v1/embeddings", `{"model":"m","input":"Log in."}`},
@@ -398,4 +384,19 @@ type countedWrites struct {
 func (c countedWrites) Write(p []byte) (int, error) {
 	c.n.Add(1)
 	return c.Conn.Write(p)
+}
+
+// serveProxy serves a Handler of the default configuration that reaches
+// the upstream at upURL through tr.
+func serveProxy(t *testing.T, upURL string, tr http.RoundTripper) (*Handler, *httptest.Server) {
+	t.Helper()
+	cfg := policy.Default()
+	cfg.UpstreamURL = upURL + "/v1"
+	h, err := New(Options{Config: cfg, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return h, srv
 }
