@@ -401,11 +401,13 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 	}
 	pr.Out.Host = ""
 	if pr.In.GetBody != nil {
-		// The body is one proxy gave (upstreamBody), which toolguard holds:
-		// in memory, or in a pooled buffer whose reader stops reading once
-		// closed. The reverse proxy hands the transport a wrapper of it that
-		// keeps the transport from closing a client's body, or reading it
-		// after the handler returned; neither can happen to these. The
+		// The body is one proxy gave (upstreamBody; a server's request has
+		// no GetBody). The reverse proxy hands the transport a wrapper of
+		// it, which keeps the transport from closing a client's body and
+		// from reading one after the handler returned. This body needs
+		// neither: closing it gives up only its own hold, which proxy gives
+		// up too, and a late read finds toolguard's own bytes (in memory) or
+		// nothing (a pooled buffer's reader reads nothing once closed). The
 		// wrapper is not one of the readers net/http knows to be in memory,
 		// so the transport would send the request's headers in a write of
 		// their own before the body (FlushHeaders): two writes for a request
