@@ -375,6 +375,37 @@ func TestASmallRequestGoesUpstreamInOneWrite(t *testing.T) {
 	}
 }
 
+// TestAnEmptyBodyGoesUpstreamAsNone sends a chunked request with an empty
+// body through: the upstream gets no body and a length of 0, as the reverse
+// proxy sends an empty one, not an empty chunked body.
+func TestAnEmptyBodyGoesUpstreamAsNone(t *testing.T) {
+	seen := make(chan string, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen <- fmt.Sprintf("transfer encoding %q, length %d, %d bytes", r.TransferEncoding, r.ContentLength, len(b))
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	}))
+	t.Cleanup(up.Close)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	_, srv := serveProxy(t, up.URL, tr)
+	// A reader of unknown length: the client sends it chunked.
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/embeddings", io.MultiReader())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if got, want := <-seen, `transfer encoding [], length 0, 0 bytes`; got != want {
+		t.Errorf("upstream got %s, want %s", got, want)
+	}
+}
+
 // countedWrites counts the writes made on a connection.
 type countedWrites struct {
 	net.Conn

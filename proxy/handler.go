@@ -400,9 +400,11 @@ func (h *Handler) rewrite(pr *httputil.ProxyRequest) {
 		out.RawPath = h.upstreamRawBase + strings.TrimPrefix(pr.In.URL.EscapedPath(), "/v1")
 	}
 	pr.Out.Host = ""
-	if pr.In.GetBody != nil {
+	if pr.In.GetBody != nil && pr.Out.Body != nil {
 		// The body is one proxy gave (upstreamBody; a server's request has
-		// no GetBody). The reverse proxy hands the transport a wrapper of
+		// no GetBody), not empty (an empty one the reverse proxy sends as
+		// none, with a length of 0, not as an empty chunked body). The
+		// reverse proxy hands the transport a wrapper of
 		// it, which keeps the transport from closing a client's body and
 		// from reading one after the handler returned. This body needs
 		// neither: closing it gives up only its own hold, which proxy gives
